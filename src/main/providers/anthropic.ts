@@ -33,6 +33,9 @@ export const anthropic: Provider = {
   mount: '/anthropic',
   credentials: ['x-api-key', 'authorization'],
   inspect: inspectAnthropic,
+  // A batch's requests (up to 256 MB) name nothing the call is metered by: its shape is its path's,
+  // and no agent's signature reads a batch (theirs are in a call's own top-level fields).
+  streamsJson: (method, path) => method === 'POST' && path.startsWith('/v1/messages/batches') && anthropicBatchShape(method, withoutTrailingSlashes(path))?.endpoint === 'messages.batches.create',
   meter: (shape, req) =>
     shape.lines
       ? new AnthropicBatchMeter(batchIdOf(req.path))

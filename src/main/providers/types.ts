@@ -261,6 +261,13 @@ export interface Provider {
    */
   credentials?: readonly CredentialSource[]
   inspect(req: RequestInfo): CallShape
+  /**
+   * Whether a request's JSON body is one metering never reads, so it is streamed upstream as it
+   * comes rather than read whole (../proxy/call/request-stream.ts): Anthropic's Message Batch
+   * creation, up to 256 MB of requests, its shape known from its path. (A body of another type
+   * is streamed whenever its call is not billable.) Default: none.
+   */
+  streamsJson?(method: string, path: string): boolean
   meter(shape: CallShape, req: RequestInfo): Meter
   /**
    * A meter for an error answer (`status` 400 and up) whose body tells of the plan, or null (the

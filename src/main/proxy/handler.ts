@@ -7,7 +7,7 @@ import { sendError } from '../http/errors'
 import type { CallLedger as Ledger } from '../ledger/types'
 import type { Logger } from '../log'
 import type { Pricer } from '../pricing/price'
-import type { TenantMapping } from './attribution'
+import { limitLabel, type TenantMapping } from './attribution'
 import { admitHttp } from './call/admission'
 import { describeCall } from './call/context'
 import { type NetworkOptions, proxyRule, trustedCAs } from '../http/network'
@@ -17,6 +17,7 @@ import { createCallLifecycle } from './call/lifecycle'
 import type { RecorderOptions } from './call/recording'
 import { audioUpload } from './call/audio-usage'
 import { BodyMemory, BodyMemoryFull, BodyTooLarge, DEFAULT_MAX_REQUEST, readBody, readRequest } from './call/request-body'
+import { RequestStream, type StreamedBody, streamsBody } from './call/request-stream'
 import { type HttpCall, newHttpCall } from './call/state'
 import type { CallGate } from './gate'
 import type { Route } from './routes'
@@ -31,7 +32,7 @@ export interface ProxyOptions {
   gate: () => CallGate
   tenants: readonly TenantMapping[]
   timeouts: { connect_timeout_ms: number; first_byte_timeout_ms: number; idle_timeout_ms: number }
-  /** Largest request body accepted, in bytes. */
+  /** Largest request body read whole (a model call's), in bytes; a body streamed upstream (request-stream.ts) has none. */
   maxRequestBytes?: number
   /** Where upstream connection problems are logged (once a minute per provider and cause). */
   log?: Logger
@@ -125,6 +126,8 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
 
   /** Reads the body (and waits for prices), then begins the call, admits it and forwards it. */
   async function receive(req: IncomingMessage, res: ServerResponse, route: Route, started: number, ts: number): Promise<void> {
+    // A body metering does not read (a file upload, a Message Batch's requests) is not read here.
+    if (streamsBody(route, req)) return receiveStreamed(req, res, route, started, ts)
     const upstream = route.upstream
     // Until the prices are ready (the price library loaded a moment after start-up, the cached
     // newer data applied), a call waits for them while its body comes: its admission and its
@@ -169,16 +172,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       }
       return
     }
-    if (prices) {
-      try {
-        await prices
-      } catch (err) {
-        opts.log?.error(`the price library could not be loaded: ${(err as Error).message}`)
-        sendError(res, 'internal', 'Burnrate could not load its price data, so it cannot meter this call; the details are in its log.')
-        return
-      }
-      if (res.destroyed) return
-    }
+    if (prices && !(await pricesIn(prices, res))) return
     const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, request.parsed, request.bytes, ts, opts)
 
     const s = life.begin(newHttpCall(route, ctx, info, started, res))
@@ -188,7 +182,39 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     else if (admitted !== false) void admitted.then((ok) => ok && forward(s, req, body, upstream))
   }
 
-  function forward(s: HttpCall, req: IncomingMessage, body: Buffer | null, upstream: Route['upstream']): void {
+  /**
+   * A call whose body goes upstream as it comes (./call/request-stream.ts): begun and admitted on
+   * its headers, as a call read whole is on its body (its size as Content-Length states it), and
+   * its body's bytes, and a form's text fields, taken into its record once they have passed.
+   */
+  async function receiveStreamed(req: IncomingMessage, res: ServerResponse, route: Route, started: number, ts: number): Promise<void> {
+    const prices = opts.pricer.isReady ? null : opts.pricer.ready()
+    if (prices && !(await pricesIn(prices, res))) return
+    if (res.destroyed) return
+    const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, undefined, Number(req.headers['content-length']) || 0, ts, opts)
+    const s = life.begin(newHttpCall(route, ctx, info, started, res))
+    const admitted = admitHttp(life, s)
+    if (admitted === true) forwardStreamed(s, req)
+    else if (admitted !== false) void admitted.then((ok) => ok && forwardStreamed(s, req))
+  }
+
+  function forwardStreamed(s: HttpCall, req: IncomingMessage): void {
+    forward(s, req, new RequestStream(req, (b) => passed(s, b)), s.route.upstream)
+  }
+
+  /** Waits for the price data; false when the call is over (the data could not be loaded: answered so; or the client left). */
+  async function pricesIn(prices: Promise<void>, res: ServerResponse): Promise<boolean> {
+    try {
+      await prices
+    } catch (err) {
+      opts.log?.error(`the price library could not be loaded: ${(err as Error).message}`)
+      sendError(res, 'internal', 'Burnrate could not load its price data, so it cannot meter this call; the details are in its log.')
+      return false
+    }
+    return !res.destroyed
+  }
+
+  function forward(s: HttpCall, req: IncomingMessage, body: Buffer | RequestStream | null, upstream: Route['upstream']): void {
     forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, opts.observeHeaders, freshFor(upstream))
   }
 
@@ -204,6 +230,19 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     },
     drain: (timeoutMs) => life.drain(timeoutMs),
   }
+}
+
+/**
+ * A streamed body has passed: the call's record takes its size, and a form's text fields as its
+ * body, as a form read whole gives them (the model they name, where its path named none).
+ */
+function passed(s: HttpCall, body: StreamedBody): void {
+  s.ctx.bodyBytes = body.bytes
+  if (!body.fields || s.done) return
+  s.info.body = s.ctx.body = body.fields
+  if (s.ctx.shape.model) return
+  const model = s.ctx.provider.inspect(s.info).model
+  if (model) s.ctx.shape.model = limitLabel(model)
 }
 
 /** Logs each distinct line at most once a minute, so a provider that is down does not flood the log. */

@@ -8,6 +8,7 @@ import { type Deadline, deadlines } from './deadlines'
 import { classifyUpstreamError, cutConnection, failHttp } from './failure'
 import { STATUS_STOPPED, STOPPED_REASON, cutByStop } from './stop-cut'
 import { HeldAnswer, clientBase } from './relink'
+import type { RequestStream } from './request-stream'
 import { startHttpResponse } from './response'
 import type { CallState, HttpCall } from './state'
 
@@ -31,7 +32,8 @@ export interface ForwardTimeouts {
 export function forwardHttp(
   s: HttpCall,
   req: IncomingMessage,
-  body: Buffer | null,
+  /** Read whole, or on its way as it comes (./request-stream.ts), with the client's Content-Length if it sent one. */
+  body: Buffer | RequestStream | null,
   dispatcher: Dispatcher,
   t: ForwardTimeouts,
   finish: (s: HttpCall) => void,
@@ -44,17 +46,21 @@ export function forwardHttp(
   const res = s.res
   const upstream = s.route.upstream
   const headers = upstreamRequestHeaders(req.headers, upstream.host)
-  // The body is already read whole: nothing to wait for a 100 Continue about (undici refuses the header).
+  // The client has had its 100 Continue from Burnrate (Node's server sends it), and its body is
+  // read whole or coming: nothing to wait for upstream (undici refuses the header).
   delete headers.expect
-  if (body) {
+  if (Buffer.isBuffer(body)) {
     headers['content-length'] = String(body.length)
   }
   // An answer to rewrite (./relink.ts) is asked for uncompressed: it is small, and read whole.
   const relink = s.ctx.shape.relink && upstream.provider.relink ? upstream.provider.relink.bind(upstream.provider) : null
   if (relink) headers['accept-encoding'] = 'identity'
   const f = new Forwarding(s, req, body, headers, dispatcher, t, finish, warn, observe, fresh, relink)
-  f.firstByte = deadlines.add(t.first_byte_timeout_ms, () => f.noFirstByte())
-  s.timers.push(f.firstByte)
+  // Timed from when the request has gone whole: a body streamed upstream may take minutes to send,
+  // so while it goes the upstream is timed only when it stops taking it (as a client that stops
+  // sending is not timed, as one whose body is read whole is not).
+  if (body === null || Buffer.isBuffer(body)) f.awaitFirstByte()
+  else body.watch(f)
   res.on('close', () => f.closed())
   f.send(dispatcher)
   // What the gate left for after the dispatch (the runaway check when it cannot refuse) is queued
@@ -76,11 +82,13 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private retried = false
   /** The upstream answered (any status): it had the request, so it is never sent again. */
   private answered = false
+  /** The answer's status and headers came (an informational one's not counted). */
+  private headersCame = false
 
   constructor(
     private readonly s: HttpCall,
     private readonly req: IncomingMessage,
-    private readonly body: Buffer | null,
+    private readonly body: Buffer | RequestStream | null,
     private readonly headers: OutgoingHttpHeaders,
     private readonly dispatcher: Dispatcher,
     private readonly t: ForwardTimeouts,
@@ -108,6 +116,24 @@ class Forwarding implements Dispatcher.DispatchHandler {
       },
       this,
     )
+  }
+
+  /** Starts the wait for the answer (upstream.first_byte_timeout_ms), unless it has come or the call is over. */
+  awaitFirstByte(): void {
+    if (this.firstByte || this.headersCame || this.s.done) return
+    this.firstByte = deadlines.add(this.t.first_byte_timeout_ms, () => this.noFirstByte())
+    this.s.timers.push(this.firstByte)
+  }
+
+  /** The upstream takes a streamed body again: it is not waited on. */
+  bodyFlowing(): void {
+    const d = this.firstByte
+    if (!d || this.headersCame) return
+    deadlines.cancel(d)
+    this.firstByte = null
+    const timers = this.s.timers
+    const i = timers.indexOf(d)
+    if (i !== -1) timers.splice(i, 1)
   }
 
   noFirstByte(): void {
@@ -152,6 +178,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.answered = true
     // 103 Early Hints and other informational responses come before the answer; they are not it.
     if (status < 200) return true
+    this.headersCame = true
     if (this.firstByte) deadlines.cancel(this.firstByte)
     if (s.done) {
       s.abort?.()
@@ -246,14 +273,14 @@ class Forwarding implements Dispatcher.DispatchHandler {
     const s = this.s
     if (s.done) return
     this.sendHeld()
-    if (!this.retried && !this.answered && !s.responseStarted && IDEMPOTENT.has(this.req.method ?? '') && closedWhileIdle(err)) {
+    if (!this.retried && !this.answered && !s.responseStarted && IDEMPOTENT.has(this.req.method ?? '') && closedWhileIdle(err) && (this.body === null || Buffer.isBuffer(this.body))) {
       // A kept-alive connection the upstream had already closed (nginx, uvicorn and load
       // balancers close idle ones without saying when): nothing of the answer came, so a call
       // that may be repeated (a GET: a list of models, a response read again) is sent once
       // more, on a fresh connection. Never a POST: the upstream may have had it whole and
       // billed it before the connection dropped, and a second one would be billed again and
       // recorded nowhere; the client gets the 502 and decides (the agents' SDKs retry it, and
-      // that call is recorded).
+      // that call is recorded). Nor a body streamed upstream: what of it was sent is gone.
       this.retried = true
       s.abort = undefined
       this.send(this.fresh?.() ?? this.dispatcher)

@@ -13,8 +13,9 @@ export class BodyTooLarge extends Error {
 export class BodyMemoryFull extends Error {}
 
 /**
- * The total of request bodies held in memory at once, across every call: each body is read whole
- * before it goes upstream, so without a total, twenty 99 MB uploads take 2 GB. A body takes its
+ * The total of request bodies held in memory at once, across every call: each body metering reads
+ * is read whole before it goes upstream (the others are streamed: ./request-stream.ts), so
+ * without a total, twenty 99 MB calls take 2 GB. A body takes its
  * share as it arrives (all of it up front when Content-Length says) and gives it back when its
  * call ends. A client's WebSocket message takes its share of the same total (../ws/message-memory.ts).
  */
@@ -231,20 +232,22 @@ export function occurrences(body: Buffer, needle: Buffer, from: number, to: numb
  * The text fields of a multipart form (RFC 7578): each part without a `filename`, whose value is
  * at most MAX_FIELD bytes, by name; `stream` as a boolean, as JSON would give it. Only the first
  * and last FORM_WINDOW bytes are searched for the boundary; a part that spans the middle is a
- * file. Undefined when the content type names no boundary or no field is found.
+ * file. `joined`: `body` is those two windows of a larger form put end to end (a form streamed
+ * upstream: ./request-stream.ts), so a part spanning where they meet is the file. Undefined when
+ * the content type names no boundary or no field is found.
  */
-export function formFields(body: Buffer, contentType: string): Record<string, unknown> | undefined {
+export function formFields(body: Buffer, contentType: string, joined = false): Record<string, unknown> | undefined {
   const delimiter = formDelimiter(contentType)
   if (!delimiter) return undefined
-  const whole = body.length <= 2 * FORM_WINDOW
-  const tail = body.length - FORM_WINDOW
+  const whole = joined || body.length <= 2 * FORM_WINDOW
+  const tail = joined ? FORM_WINDOW : whole ? Infinity : body.length - FORM_WINDOW
   const at = whole ? occurrences(body, delimiter, 0, body.length) : [...occurrences(body, delimiter, 0, FORM_WINDOW), ...occurrences(body, delimiter, tail, body.length)]
   const out: Record<string, unknown> = {}
   let fields = 0
   for (let i = 0; i + 1 < at.length && fields < MAX_FIELDS; i++) {
     const start = at[i]
     const next = at[i + 1]
-    if (!whole && start < FORM_WINDOW && next >= tail) continue // spans the middle: a file
+    if (start < FORM_WINDOW && next >= tail) continue // spans the middle: a file
     if (body[start + delimiter.length] === 0x2d) break // the closing `--boundary--`
     const headersStart = start + delimiter.length + 2 // past the delimiter's CRLF
     const headersEnd = body.subarray(headersStart, next).indexOf('\r\n\r\n')
