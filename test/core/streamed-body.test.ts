@@ -53,7 +53,10 @@ beforeAll(async () => {
   })
   await new Promise<void>((ok) => upstream.listen(0, '127.0.0.1', ok))
   // A second's wait for an answer: an upload taking longer is timed from its last byte, not its first.
-  t = await startTestServer({ upstream: { first_byte_timeout_ms: 1000 } }, `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`)
+  t = await startTestServer(
+    { upstream: { first_byte_timeout_ms: 1000 }, budgets: { rules: [{ api_key_pattern: 'sk-capped-*', requests_per_minute: 1, action: 'block' }] } },
+    `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+  )
 })
 afterAll(async () => {
   upstream.closeAllConnections()
@@ -93,6 +96,20 @@ function post(path: string, headers: Record<string, string>, body: Buffer, opts:
       setTimeout(next, opts.pauseMs ?? 0)
     }
     next()
+  })
+}
+
+/** Posts `body` whole through `agent`; `reused`: it went on a connection an earlier request had used. */
+function postVia(agent: http.Agent, path: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; text: string; reused: boolean }> {
+  return new Promise((ok, fail) => {
+    const req = http.request(`${t.url}${path}`, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (c) => (text += c))
+      res.on('end', () => ok({ status: res.statusCode ?? 0, text, reused: req.reusedSocket }))
+    })
+    req.on('error', fail)
+    req.end(body)
   })
 }
 
@@ -150,6 +167,26 @@ describe('a streamed request body', () => {
     // The server goes on.
     const small = randomBytes(1024)
     expect(await post('/v1/files', { ...OPENAI, 'content-type': 'application/octet-stream' }, small)).toMatchObject({ status: 200 })
+  })
+
+  it('refused by a budget rule is never sent upstream and is recorded; its body is read and dropped, so its connection serves the next call', async () => {
+    const capped = { authorization: 'Bearer sk-capped-0000001', 'content-type': 'application/octet-stream' }
+    expect(await post('/v1/files', capped, randomBytes(1024))).toMatchObject({ status: 200 })
+    const file = randomBytes(4 * 1024 * 1024)
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+    try {
+      const refused = await postVia(agent, '/v1/files', capped, file)
+      expect(refused.status).toBe(429)
+      expect(JSON.parse(refused.text).error.type).toBe('rate_limited')
+      await eventually(() => ledgerRows(t.dbFile, "status = 429 AND endpoint = 'other'").length === 1)
+      expect(received).toHaveLength(1)
+      // The same connection: the refused body was read to its end and dropped.
+      const next = await postVia(agent, '/v1/files', { ...OPENAI, 'content-type': 'application/octet-stream' }, randomBytes(1024))
+      expect(next.status).toBe(200)
+      expect(next.reused).toBe(true)
+    } finally {
+      agent.destroy()
+    }
   })
 
   it('its client gone part-way: the upstream request is stopped and the call recorded as the client closing it', async () => {
