@@ -33,8 +33,10 @@ export class LedgerJournal {
   private timer: NodeJS.Timeout | null = null
   private failing = false
   private closed = false
-  /** The journal open at the stop (`drop` removes its file). */
-  private stopped: SpillJournal | null = null
+  /** The journal open at the stop (`drop` removes its file), and its closing (after the append under way). */
+  private stopped: { journal: SpillJournal; closed: Promise<string | null> } | null = null
+  /** File work under way (an append, a close, a removal or rewrite): a stop waits for it (`idle`). */
+  private work = new Set<Promise<void>>()
 
   constructor(
     private readonly dataDir: string,
@@ -70,7 +72,7 @@ export class LedgerJournal {
     this.journal ??= new SpillJournal(this.dataDir)
     const j = this.journal
     this.appendingRows = new WeakSet(rows)
-    this.appending = j
+    const appending = j
       .append(rows, side)
       .then(
         () => {
@@ -99,6 +101,30 @@ export class LedgerJournal {
         // Calls recorded while this append was under way go at the next tick.
         if (this.journal && (this.waiting().some((r) => !this.onDisk.has(r)) || this.waitingSide().some((w) => !this.onDisk.has(w)))) this.soon()
       })
+    this.appending = appending
+    this.track(appending)
+  }
+
+  /** Keeps `p` among the file work a stop waits for. */
+  private track(p: Promise<unknown>): void {
+    const done: Promise<void> = p
+      .then(
+        () => {},
+        () => {},
+      )
+      .finally(() => {
+        this.work.delete(done)
+      })
+    this.work.add(done)
+  }
+
+  /**
+   * Resolves once no file work of the journal is under way (an append opening or writing its file,
+   * its close, the removal or rewrite of its file): a clean stop waits for it, so the data folder
+   * holds, when it returns, exactly what the next start reads.
+   */
+  async idle(): Promise<void> {
+    while (this.work.size > 0) await Promise.all([...this.work])
   }
 
   /** Whether `call` is on disk in the journal (a stop whose own spill file is cut keeps it in this one). */
@@ -108,7 +134,7 @@ export class LedgerJournal {
 
   /** The journal's file (open, or kept at the stop). */
   get file(): string | null {
-    return (this.journal ?? this.stopped)?.file ?? null
+    return (this.journal ?? this.stopped?.journal)?.file ?? null
   }
 
   /**
@@ -139,21 +165,24 @@ export class LedgerJournal {
     this.onDisk = new WeakSet()
     const keep = this.incomplete
     this.incomplete = false
-    void j.close().then(async (file) => {
-      if (!file) return
-      if (keep) {
-        // Its side rows are all stored now: replayed at the next start after what followed them
-        // (a hold let go since), one would hold again. Its calls stay (stored once each, by key).
-        try {
-          rewriteSpill(file, readSpilled(file).rows)
-        } catch {
-          // Left whole: a hold held again ends at its bound.
-        }
-        this.log?.warn(`some calls kept in ${file} left memory before the database could take them: they are stored at the next start`)
-        return
+    this.track(j.close().then((file) => this.finish(file, keep)))
+  }
+
+  /** A closed journal whose rows are all stored: removed, or, if some of its calls are there only, kept with its calls alone. */
+  private async finish(file: string | null, keep: boolean): Promise<void> {
+    if (!file) return
+    if (keep) {
+      // Its side rows are all stored now: replayed at the next start after what followed them
+      // (a hold let go since), one would hold again. Its calls stay (stored once each, by key).
+      try {
+        rewriteSpill(file, readSpilled(file).rows)
+      } catch {
+        // Left whole: a hold held again ends at its bound.
       }
-      await rm(file, { force: true }).catch(() => {})
-    })
+      this.log?.warn(`some calls kept in ${file} left memory before the database could take them: they are stored at the next start`)
+      return
+    }
+    await rm(file, { force: true }).catch(() => {})
   }
 
   /**
@@ -162,14 +191,13 @@ export class LedgerJournal {
    */
   drop(): void {
     this.close()
-    const j = this.stopped
+    const s = this.stopped
     this.stopped = null
-    if (!j || this.incomplete) return
-    // Made by an append still under way (its file opened after this): removed once it is.
+    if (!s || this.incomplete) return
+    const j = s.journal
+    // Made by an append still under way (its file opened after this): removed once it is (`idle` waits).
     if (!j.file) {
-      void (this.appending ?? Promise.resolve()).then(async () => {
-        if (j.file) await rm(j.file, { force: true }).catch(() => {})
-      })
+      this.track(s.closed.then((file) => (file ? rm(file, { force: true }) : undefined)))
       return
     }
     try {
@@ -177,6 +205,20 @@ export class LedgerJournal {
     } catch {
       // Left: its calls carry their keys, and the next start stores each once.
     }
+  }
+
+  /**
+   * The last flush at the stop stored every waiting call and side row: the journal's file goes
+   * (once the append under way has ended: `idle` waits), or keeps its calls alone when some of them
+   * left memory.
+   */
+  stored(): void {
+    const s = this.stopped
+    this.stopped = null
+    if (!s) return
+    const keep = this.incomplete
+    this.incomplete = false
+    this.track(s.closed.then((file) => this.finish(file, keep)))
   }
 
   /** The ledger stops: no more appends; the file stays (its calls are stored at the next start). */
@@ -187,7 +229,8 @@ export class LedgerJournal {
     const j = this.journal
     this.journal = null
     if (!j) return
-    this.stopped = j
-    void (this.appending ?? Promise.resolve()).then(() => j.close())
+    const closed = (this.appending ?? Promise.resolve()).then(() => j.close())
+    this.stopped = { journal: j, closed }
+    this.track(closed)
   }
 }

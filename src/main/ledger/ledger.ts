@@ -468,6 +468,15 @@ export class Ledger implements CallLedger {
     this.journal?.drop()
   }
 
+  /**
+   * Resolves once the journal's file work is done (an append still opening or writing its file at
+   * the stop, the removal of a file no longer needed): a clean stop awaits it after `close` and
+   * the stop's spill file, so it returns with the data folder holding exactly what the next start reads.
+   */
+  journalIdle(): Promise<void> {
+    return this.journal?.idle() ?? Promise.resolve()
+  }
+
   /** The journal's file holding those of `rows` it has (./journal.ts), and how many. */
   inJournal(rows: readonly CallRecord[]): { file: string | null; count: number } {
     const j = this.journal
@@ -490,6 +499,8 @@ export class Ledger implements CallLedger {
     // What the last flush cannot write is kept by the stop (../reliability/spill.ts keepPending).
     this.journal?.close()
     const ok = this.flush()
+    // All stored: the journal (closed, no more appends) is not needed at the next start.
+    if (ok) this.journal?.stored()
     this.closed = true
     if (this.timer) clearTimeout(this.timer)
     this.timer = null

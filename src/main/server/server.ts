@@ -153,6 +153,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const spillAfterClose = (flushed: boolean): void => {
     if (!flushed && ledger instanceof Ledger) spillPending(ledger, config.data_dir, log, { flushFirst: false })
   }
+  // A clean stop returns once the journal's file work is done: nothing is created or removed in the data folder after it.
+  const journalIdle = (): Promise<void> => (ledger instanceof Ledger ? ledger.journalIdle() : Promise.resolve())
   // SQLite: calls `burnrate import` stores in the same file while this server runs count in its
   // spend (and, once the budgets feature reads them, its meters) within seconds.
   let notices: CallNotices | null = null
@@ -245,6 +247,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     void (async () => {
       for (const fn of closers) await Promise.resolve(fn()).catch(() => {})
       spillAfterClose(await ledger.close())
+      await journalIdle()
       await storage.close().catch(() => {})
       await egress.close()
       db.close()
@@ -373,6 +376,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         for (const fn of closers) await fn()
         // Last: what the closers recorded too (a hold let go, a settled estimate) is in this flush or the spill file.
         spillAfterClose(await ledger.close())
+        await journalIdle()
         await proxy.close()
         await egress.close()
         await storage.close().catch((err: Error) => log.warn(`closing the shared store: ${err.message}`))
