@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
+import { eventually } from '../../../test/support/http'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { BackgroundHolds, HoldFile, type HoldInfo } from './background-holds'
@@ -57,5 +58,33 @@ describe('HoldFile', () => {
     expect(file.all().map((h) => h.responseId)).toEqual(['resp_x'])
     file.remove('openai', 'resp_x')
     expect(file.all()).toEqual([])
+  })
+
+  it('without a SQLite ledger, a hold kept while another connection writes the file is queued, in order, and written once it can be', async () => {
+    const { db, other } = setUp()
+    const holds = new BackgroundHolds()
+    const file = new HoldFile(db)
+    holds.file = file
+    const onDisk = () => new HoldFile(db).all().map((h) => h.responseId).sort()
+    other.exec('BEGIN IMMEDIATE')
+    holds.keep(hold('resp_a'), () => {})
+    holds.keep(hold('resp_b'), () => {})
+    holds.release('openai', 'resp_b')
+    // Not on disk yet, but kept (a restart's read through this file holds it again).
+    expect(file.all().map((h) => h.responseId)).toEqual(['resp_a'])
+    other.exec('COMMIT')
+    // Written again a moment later, on its own (no call, no close).
+    await eventually(() => onDisk().length > 0)
+    expect(onDisk()).toEqual(['resp_a'])
+    expect(file.all().map((h) => h.responseId)).toEqual(['resp_a'])
+
+    // Busy at close: the server's last flush writes what is still queued once the file is free.
+    other.exec('BEGIN IMMEDIATE')
+    holds.release('openai', 'resp_a')
+    file.flush()
+    other.exec('COMMIT')
+    file.flush()
+    file.close()
+    expect(onDisk()).toEqual([])
   })
 })

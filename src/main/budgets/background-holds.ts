@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import { Ledger } from '../ledger/ledger'
-import { type HoldRow, REMOVE_HOLD_SQL, SAVE_HOLD_SQL } from '../ledger/side-writes'
+import { type HoldRow, REMOVE_HOLD_SQL, SAVE_HOLD_SQL, type SideWrite } from '../ledger/side-writes'
 import type { CallLedger } from '../ledger/types'
 import type { CallContext } from '../proxy/gate'
 import type { Reservation } from './state/types'
@@ -14,6 +14,9 @@ import type { Reservation } from './state/types'
  */
 export const BACKGROUND_HOLD_MS = 60 * 60_000
 
+/** How soon holds the file could not take (busy) are written again (PostgreSQL). */
+const RETRY_MS = 1000
+
 /** How often held reservations past their bound are let go when no call comes to do it. */
 const EXPIRE_EVERY_MS = 60_000
 
@@ -25,32 +28,84 @@ export type HoldInfo = HoldRow
  * and ends. On SQLite the ledger writes them in the transaction of its next batch, on its write
  * thread when it has one (../ledger/side-writes.ts): never a write of their own on the call's way,
  * which could wait on that thread's lock. With a PostgreSQL ledger this file has no other writer,
- * and the single row is written at once.
+ * and the row is written at once; when the file is busy (another connection writing it: `burnrate
+ * import`, a backup) it stays queued, in order, and is written again a moment later (as key
+ * patterns are, ./key-patterns.ts), and at close. Builds before this one swallowed the error: the
+ * hold lived in memory only, and a restart let a second job past the `block` rule it filled.
  */
 export class HoldFile {
-  private readonly saveStmt: Database.Statement
-  private readonly removeStmt: Database.Statement
   private readonly allStmt: Database.Statement
+  private readonly writeAll: (rows: readonly HoldWrite[]) => void
+  /** Rows the file could not take yet (PostgreSQL), in order. */
+  private pending: HoldWrite[] = []
+  private timer: NodeJS.Timeout | null = null
+  private closed = false
 
   constructor(
     db: Database.Database,
     private readonly ledger?: CallLedger,
   ) {
-    this.saveStmt = db.prepare(SAVE_HOLD_SQL)
-    this.removeStmt = db.prepare(REMOVE_HOLD_SQL)
+    const saveStmt = db.prepare(SAVE_HOLD_SQL)
+    const removeStmt = db.prepare(REMOVE_HOLD_SQL)
+    this.writeAll = db.transaction((rows: readonly HoldWrite[]) => {
+      for (const w of rows) {
+        if ('hold' in w) saveStmt.run(w.hold)
+        else removeStmt.run(w.unhold)
+      }
+    })
     this.allStmt = db.prepare(
       'SELECT provider, response_id AS responseId, api_key_hash AS keyHash, rule, session, ts, amount, until FROM background_holds',
     )
   }
 
   save(h: HoldInfo): void {
-    if (this.ledger instanceof Ledger) this.ledger.keepWithNextBatch([{ hold: h }])
-    else this.saveStmt.run(h)
+    this.keep({ hold: h })
   }
 
   remove(provider: string, responseId: string): void {
-    if (this.ledger instanceof Ledger) this.ledger.keepWithNextBatch([{ unhold: { provider, responseId } }])
-    else this.removeStmt.run({ provider, responseId })
+    this.keep({ unhold: { provider, responseId } })
+  }
+
+  /** Writes the rows still queued (PostgreSQL); those the file cannot take now are tried again in a moment. */
+  flush(): void {
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    if (this.pending.length === 0) return
+    const rows = this.pending
+    this.pending = []
+    try {
+      this.writeAll(rows)
+    } catch {
+      // busy or read-only now: kept, in order, and tried again in a moment or at close
+      this.pending = rows.concat(this.pending)
+      this.later()
+    }
+  }
+
+  /** Stops writing on its own (the server's close, after its last `flush`). */
+  close(): void {
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    this.closed = true
+  }
+
+  private keep(w: HoldWrite): void {
+    if (this.ledger instanceof Ledger) {
+      this.ledger.keepWithNextBatch([w])
+      return
+    }
+    this.pending.push(w)
+    // After rows still queued: a hold let go is never written before its save.
+    if (this.pending.length === 1) this.flush()
+  }
+
+  private later(): void {
+    if (this.timer || this.closed) return
+    this.timer = setTimeout(() => {
+      this.timer = null
+      this.flush()
+    }, RETRY_MS)
+    this.timer.unref()
   }
 
   /**
@@ -61,11 +116,9 @@ export class HoldFile {
   all(): HoldInfo[] {
     const held = new Map<string, HoldInfo>()
     for (const h of this.allStmt.all() as HoldInfo[]) held.set(keyOf(h.provider, h.responseId), h)
-    if (this.ledger instanceof Ledger) {
-      for (const w of this.ledger.unwritten().side) {
-        if ('hold' in w) held.set(keyOf(w.hold.provider, w.hold.responseId), w.hold)
-        else if ('unhold' in w) held.delete(keyOf(w.unhold.provider, w.unhold.responseId))
-      }
+    for (const w of this.ledger instanceof Ledger ? this.ledger.unwritten().side : this.pending) {
+      if ('hold' in w) held.set(keyOf(w.hold.provider, w.hold.responseId), w.hold)
+      else if ('unhold' in w) held.delete(keyOf(w.unhold.provider, w.unhold.responseId))
     }
     return [...held.values()]
   }
@@ -214,6 +267,8 @@ interface Held {
   /** The creating call (what its real usage is learnt for, ./expected.ts); in memory only. */
   ctx?: CallContext
 }
+
+type HoldWrite = Extract<SideWrite, { hold: unknown } | { unhold: unknown }>
 
 function keyOf(provider: string, responseId: string): string {
   return `${provider}\u0000${responseId}`

@@ -155,7 +155,8 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     engine.rememberAnnounced(announced.load(Date.now()))
   }
   // Background responses still running before this start hold their reservations again.
-  engine.holds.file = new HoldFile(ctx.db, ctx.ledger)
+  const holdFile = new HoldFile(ctx.db, ctx.ledger)
+  engine.holds.file = holdFile
   void engine.rehold()
   // The key registry from this file's calls (PostgreSQL: from every instance's, once ./shared.ts has read them),
   // counted in the month they are read for: one ended meanwhile is not the next one's.
@@ -175,6 +176,8 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   ctx.onClose(() => {
     patterns.flush()
     patterns.close()
+    holdFile.flush()
+    holdFile.close()
   })
   const e = engine
   const r = ctx.config.runaway
