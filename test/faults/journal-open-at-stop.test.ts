@@ -156,4 +156,39 @@ describe('a stop while the journal is opening its file', () => {
       await again.cleanup()
     }
   })
+
+  it('with the open never ending (a stuck disk): the stop still returns, and the next start stores the call once', async () => {
+    const t = await startTestServer({}, upstream.url)
+    await call(t, 'before')
+    await eventually(() => sessions(t.dbFile).length === 1)
+    const lock = await lockFromAnotherProcess(t.dbFile)
+    let locked = true
+    const unlock = async () => {
+      if (locked) await lock.release()
+      locked = false
+    }
+    try {
+      gate.hold()
+      await call(t, 's1')
+      await gate.reachedP
+      // The gate is not let go: the stop gives up waiting on the journal (after 5 s) rather than hang the quit.
+      await t.stop()
+      gate.events.push('stopped')
+      expect(gate.events).toEqual(['stopped'])
+      expect(spillFiles(t.dir).length).toBeGreaterThanOrEqual(1)
+      // The disk comes back: the journal's open ends late, after the stop.
+      gate.release()
+      await eventually(() => gate.events.includes('journal opened'))
+    } finally {
+      gate.release()
+      await unlock()
+    }
+    const again = await t.restart()
+    try {
+      await eventually(() => sessions(t.dbFile).length === 2)
+      expect(sessions(t.dbFile)).toEqual(['before', 's1'])
+    } finally {
+      await again.cleanup()
+    }
+  }, 60_000)
 })
