@@ -414,7 +414,7 @@ export const PG_MIGRATIONS: PgMigration[] = [
     version: 22,
     description: 'an alert claim names the claim that holds it (a token each claim won writes): an instance lets go only its own, not one another instance has won since',
     // Nullable with no default: a catalog change only. Rows claimed before it hold none, and no instance lets them go.
-    sql: 'ALTER TABLE alert_claims ADD COLUMN owner TEXT',
+    sql: 'ALTER TABLE alert_claims ADD COLUMN IF NOT EXISTS owner TEXT',
   },
 ]
 
