@@ -21,6 +21,8 @@ export interface SpendSource {
   unpriced?(): number
   /** True while the server answers but refuses the dashboard token (HTTP 401/403), so today() is null though it runs. */
   refused?(): boolean
+  /** The status of an attached server's last answer when it was an error other than a refused token (a 500, a 404), so today() is null though it runs; null otherwise. */
+  errorStatus?(): number | null
   /** `fn` runs whenever the spend may have changed; returns an unsubscribe function. */
   subscribe(fn: () => void): () => void
   stop(): void
@@ -99,7 +101,7 @@ export type HttpSpendOptions = HttpPollOptions
  * Attached to another Burnrate (the headless one owns the port): reads
  * `GET /api/dashboard/summary` twice a second and reports when `today_spend_usd` or
  * `today_unpriced_requests` changes, or
- * whether the server refuses the dashboard token. Its `timezone` says whose day that is: the
+ * whether the server refuses the dashboard token or answers with another error (a 500). Its `timezone` says whose day that is: the
  * server's, which the app's own config need not share.
  */
 export function httpSpend(baseUrl: string, opts: HttpSpendOptions = {}): SpendSource {
@@ -107,6 +109,7 @@ export function httpSpend(baseUrl: string, opts: HttpSpendOptions = {}): SpendSo
   let value: number | null = null
   let zone: string | undefined
   let refused = false
+  let failed: number | null = null
   let unpriced = 0
   const poller = pollJson(baseUrl, '/api/dashboard/summary', 500, opts, (body, status) => {
     const summary = body as Partial<Summary> | undefined
@@ -114,13 +117,15 @@ export function httpSpend(baseUrl: string, opts: HttpSpendOptions = {}): SpendSo
     const v = typeof day === 'number' && Number.isFinite(day) ? day : null
     const tz = typeof summary?.timezone === 'string' && summary.timezone !== '' ? summary.timezone : undefined
     const r = status === 401 || status === 403
+    const f = status !== null && !r ? status : null
     // A server from before the count (no field) has none to say.
     const count = summary?.today_unpriced_requests
     const u = typeof count === 'number' && Number.isFinite(count) && count > 0 ? count : 0
-    if (v === value && r === refused && tz === zone && u === unpriced) return
+    if (v === value && r === refused && f === failed && tz === zone && u === unpriced) return
     value = v
     zone = tz
     refused = r
+    failed = f
     unpriced = u
     for (const l of listeners) l()
   })
@@ -129,6 +134,7 @@ export function httpSpend(baseUrl: string, opts: HttpSpendOptions = {}): SpendSo
     unpriced: () => unpriced,
     timezone: () => zone,
     refused: () => refused,
+    errorStatus: () => failed,
     subscribe(fn) {
       listeners.add(fn)
       return () => listeners.delete(fn)

@@ -129,7 +129,7 @@ describe('httpSpend (attached to another Burnrate)', () => {
     await new Promise((r) => server.close(r))
   })
 
-  it('reads today_spend_usd from the summary endpoint and reports changes, and null when the server stops answering', async () => {
+  it('reads today_spend_usd from the summary endpoint and reports changes, a server error as one, and null when the server stops answering', async () => {
     let today = 2.5
     let up = true
     const seen: string[] = []
@@ -152,12 +152,15 @@ describe('httpSpend (attached to another Burnrate)', () => {
     await eventually(() => views.at(-1)?.headline === 'Today: $2.50')
     today = 3.75
     await eventually(() => views.at(-1)?.headline === 'Today: $3.75')
+    // A 503 is an answer: the server runs and says it cannot serve the figure now.
     up = false
-    await eventually(() => views.at(-1)?.headline === 'Today: —')
-    p.stop()
-    src.stop()
+    await eventually(() => views.at(-1)?.headline === 'Today: — (server error)')
     server.closeAllConnections()
     await new Promise((r) => server.close(r))
+    await eventually(() => views.at(-1)?.headline === 'Today: —')
+    expect(views.at(-1)?.tooltip).toBe('Burnrate: server not answering')
+    p.stop()
+    src.stop()
     expect(seen[0]).toBe('/api/dashboard/summary')
   })
 })

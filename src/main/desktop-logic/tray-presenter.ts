@@ -74,13 +74,14 @@ export class TrayPresenter {
       // plan state is advisory for the tray
     }
     const refused = todayUsd === null && (this.opts.spend.refused?.() ?? false)
+    const errorStatus = todayUsd === null ? (this.opts.spend.errorStatus?.() ?? null) : null
     let unpricedToday = 0
     try {
       unpricedToday = this.opts.spend.unpriced?.() ?? 0
     } catch {
       // the count is advisory; the spend still shows
     }
-    const view = trayView({ todayUsd, alerts, platform: this.opts.platform, projectedUsd, plans, refused, unpricedToday })
+    const view = trayView({ todayUsd, alerts, platform: this.opts.platform, projectedUsd, plans, refused, errorStatus, unpricedToday })
     const key = JSON.stringify(view)
     if (key === this.last) return
     this.last = key

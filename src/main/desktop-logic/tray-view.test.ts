@@ -87,6 +87,15 @@ describe('trayView', () => {
     expect(v.tooltip).toBe('Burnrate: server not answering')
   })
 
+  it('tells a server that answers with an error from one that does not answer', () => {
+    const v = trayView({ todayUsd: null, alerts: [], platform: 'linux', errorStatus: 500 })
+    expect(v.headline).toBe('Today: — (server error)')
+    expect(v.tooltip).toBe('Burnrate: server error (HTTP 500) reading today’s spend')
+    const gone = trayView({ todayUsd: null, alerts: [], platform: 'linux', errorStatus: 404 })
+    expect(gone.headline).toBe('Today: — (HTTP 404)')
+    expect(gone.tooltip).toBe('Burnrate: the server answered HTTP 404 to the request for today’s spend')
+  })
+
   it('tells a server that refuses the dashboard token from one that does not answer', () => {
     const v = trayView({ todayUsd: null, alerts: [], platform: 'linux', refused: true })
     expect(v.headline).toBe('Today: — (dashboard token refused)')

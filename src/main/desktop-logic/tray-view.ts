@@ -31,6 +31,8 @@ export interface TrayInput {
   todayUsd: number | null
   /** With todayUsd null: the attached server answers but refuses the dashboard token (not a server that is down). */
   refused?: boolean
+  /** The status of the attached server's error answer to the summary (a 500), other than a refused token; null or absent: none. */
+  errorStatus?: number | null
   /** Of today's calls, those billed per token whose model has no known price (counted as $0 in todayUsd). */
   unpricedToday?: number
   alerts: readonly BudgetAlert[]
@@ -95,13 +97,18 @@ export function unpricedLine(calls: number): string | null {
   return `${calls} ${calls === 1 ? 'call today has' : 'calls today have'} no price: see the dashboard's Unpriced models`
 }
 
-export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [], now = Date.now(), timeZone, refused = false, unpricedToday = 0 }: TrayInput): TrayView {
+/** The tooltip's first line when the attached server answers the tray's summary request with another error: it runs, so never "not answering". */
+export function serverErrorLine(status: number): string {
+  return status >= 500 ? `Burnrate: server error (HTTP ${status}) reading today’s spend` : `Burnrate: the server answered HTTP ${status} to the request for today’s spend`
+}
+
+export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [], now = Date.now(), timeZone, refused = false, errorStatus = null, unpricedToday = 0 }: TrayInput): TrayView {
   const unpriced = todayUsd === null ? null : unpricedLine(unpricedToday)
   // With calls of no known price counted as $0, the amount is a lower bound: "$1.20+", never a plain "$0.00".
   const more = unpriced ? '+' : ''
   const amount = todayUsd === null ? '—' : formatUsd(todayUsd) + more
   const budgetLine = describeAlerts(alerts)
-  const unread = refused ? TOKEN_REFUSED : 'Burnrate: server not answering'
+  const unread = refused ? TOKEN_REFUSED : errorStatus !== null ? serverErrorLine(errorStatus) : 'Burnrate: server not answering'
   let tooltip = todayUsd === null ? unread : `Burnrate: ${amount} today`
   // The budget line right after the spend: the cut to what Windows shows takes the last lines, and
   // a key refused its calls must not be what it takes (it came last, after the lines below).
@@ -114,7 +121,7 @@ export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [],
   return {
     title: platform === 'darwin' ? [amount, planShort(plans, now)].filter(Boolean).join(' · ') : '',
     tooltip,
-    headline: todayUsd === null && refused ? `Today: ${amount} (dashboard token refused)` : `Today: ${amount}`,
+    headline: todayUsd === null && refused ? `Today: ${amount} (dashboard token refused)` : todayUsd === null && errorStatus !== null ? `Today: ${amount} (${errorStatus >= 500 ? 'server error' : `HTTP ${errorStatus}`})` : `Today: ${amount}`,
     unpricedLine: unpriced,
     budgetLine,
     planLine: plan,
