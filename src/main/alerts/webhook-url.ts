@@ -12,18 +12,6 @@ export function redactUrl(url: string): string {
 }
 
 /**
- * The address a webhook is POSTed to, as an HTTP client reaches it: two entries with the same one
- * (`https://HOOKS.slack.com:443/x` and `https://hooks.slack.com/x`) are one webhook.
- */
-export function webhookAddress(url: string): string {
-  try {
-    return new URL(url).href
-  } catch {
-    return url
-  }
-}
-
-/**
  * A webhook's address without the user name and password it may carry (they go as a header): the
  * same webhook after its password is changed in the config.
  */

@@ -94,6 +94,22 @@ describe('loadConfig', () => {
     expect(loadConfig({ config: two }, {}).alerts.webhooks).toHaveLength(2)
   })
 
+  it('refuses one webhook listed twice with two passwords (or one with none): each alert would go to it twice', () => {
+    const file = withFile(
+      'alerts:\n  webhooks:\n    - { url: "https://ops:OLDPASS1@alerts.example.com/hook?x=SECRETQ" }\n    - { url: "https://ops:NEWPASS2@ALERTS.example.com:443/hook?x=SECRETQ#b" }\n',
+    )
+    const msg = errorOf(() => loadConfig({ config: file }, {}))
+    expect(msg).toBe(
+      `config ${file}: alerts.webhooks[1].url: the same webhook as alerts.webhooks[0] (https://alerts.example.com/…), with other credentials; each alert would be POSTed to it twice; list it once, with the credentials it takes`,
+    )
+    expect(msg).not.toMatch(/OLDPASS|NEWPASS|SECRET|ops:/)
+    const bare = withFile('alerts:\n  webhooks:\n    - { url: "https://alerts.example.com/hook" }\n    - { url: "https://u:p@alerts.example.com/hook" }\n')
+    expect(errorOf(() => loadConfig({ config: bare }, {}))).toContain('alerts.webhooks[1].url: the same webhook as alerts.webhooks[0]')
+    // Two users of one host and path are still one destination; two paths are two webhooks.
+    const two = withFile('alerts:\n  webhooks:\n    - { url: "https://a:p@example.com/a" }\n    - { url: "https://a:p@example.com/b" }\n')
+    expect(loadConfig({ config: two }, {}).alerts.webhooks).toHaveLength(2)
+  })
+
   it('takes a fast-tier price override, and names a speed it does not know', () => {
     const ok = withFile('pricing:\n  overrides:\n    - model: claude-opus-4-6\n      speed: fast\n      input_mtok: 30\n      output_mtok: 150\n')
     expect(loadConfig({ config: ok }, {}).pricing.overrides[0]).toMatchObject({ model: 'claude-opus-4-6', speed: 'fast', input_mtok: 30 })

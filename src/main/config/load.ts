@@ -2,7 +2,6 @@ import { existsSync, readFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import type { z } from 'zod'
-import { redactUrl, webhookAddress } from '../alerts/webhook-url'
 import { checkRule } from '../budgets/check'
 import { looksLikeRegex, patternProblem, shownPattern } from '../budgets/pattern'
 import { splitHostPort } from '../security/hosts'
@@ -11,6 +10,7 @@ import { machineTimeZone } from '../time/zone'
 import { PROVIDERS, PROVIDER_NAMES } from '../providers/registry'
 import { CONFIG_FILE, DB_FILE, defaultDataDir } from './paths'
 import { type Config, configSchema } from './schema'
+import { repeatedWebhook } from './webhook-check'
 import { readYaml } from './yaml-text'
 
 /** A configuration problem that stops start-up; its message is meant for a person. */
@@ -190,18 +190,8 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
   if (cfg.runaway.spend_rate.action === 'block' && cfg.runaway.spend_rate.usd_per_minute === null) {
     throw new ConfigError(`config ${file}: runaway.spend_rate.usd_per_minute: expected a number of US dollars because runaway.spend_rate.action is block; without it nothing is blocked`)
   }
-  // Each entry is POSTed every alert: one address listed twice (its format too, or not) was sent each alert twice.
-  const webhooks = new Map<string, number>()
-  for (const [i, w] of cfg.alerts.webhooks.entries()) {
-    const address = webhookAddress(w.url)
-    const first = webhooks.get(address)
-    if (first !== undefined) {
-      throw new ConfigError(
-        `config ${file}: alerts.webhooks[${i}].url: the same webhook as alerts.webhooks[${first}] (${redactUrl(w.url)}); each alert would be POSTed to it twice; list it once`,
-      )
-    }
-    webhooks.set(address, i)
-  }
+  const twice = repeatedWebhook(cfg.alerts.webhooks.map((w) => w.url))
+  if (twice) throw new ConfigError(`config ${file}: ${twice}`)
   for (const [i, m] of cfg.tenants.key_mappings.entries()) {
     checkPattern(m.pattern, `config ${file}: tenants.key_mappings[${i}].pattern`)
   }
@@ -391,3 +381,4 @@ export function dataDirAnyway(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
   }
   return resolve(dir ?? base)
 }
+
