@@ -128,6 +128,25 @@ describe('POST /budgets/rules', () => {
     expect(expectError(r, 400, 'invalid_request').message).toContain('daily_limit_usd')
   })
 
+  it('refuses every limit field given as anything but a finite number >= 0, and takes JSON’s own exponent form', async () => {
+    // The dashboard's form once sent what Number() made of "0x10" or "1e3"; the API itself takes only JSON numbers.
+    const fields = ['daily_limit_usd', 'weekly_limit_usd', 'monthly_limit_usd', 'session_limit_usd'] as const
+    for (const field of fields) {
+      for (const value of ['5', '0x10', '1e3', '', ' ', true, [5], { usd: 5 }, -0.01]) {
+        const r = await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-num-*', [field]: value, action: 'block' } })
+        const e = expectError(r, 400, 'invalid_request')
+        expect(e.param).toBe(field)
+        expect(e.message).toContain(`${field} must be a finite number`)
+      }
+    }
+    const r = await admin(t.url, 'POST', '/budgets/rules', { raw: '{"api_key_pattern":"sk-num-*","daily_limit_usd":1e3,"monthly_limit_usd":2.5E-1,"action":"warn"}', headers: { 'content-type': 'application/json' } })
+    expect(r.status).toBe(201)
+    expect(r.json()).toMatchObject({ daily_limit_usd: 1000, monthly_limit_usd: 0.25 })
+    const rules = (await admin(t.url, 'GET', '/budgets/rules')).json() as { api_key_pattern: string }[]
+    expect(rules.filter((x) => x.api_key_pattern === 'sk-num-*')).toHaveLength(1)
+    expect((await admin(t.url, 'DELETE', `/budgets/rules?pattern=${encodeURIComponent('sk-num-*')}`)).status).toBe(204)
+  })
+
   it('415 without a JSON content type', async () => {
     const r = await admin(t.url, 'POST', '/budgets/rules', { raw: '{"api_key_pattern":"sk-x-*","daily_limit_usd":1,"action":"block"}', headers: { 'content-type': 'text/plain' } })
     expectError(r, 415, 'unsupported_media_type')
