@@ -35,6 +35,13 @@ describe.skipIf(NO_BROWSER !== null)('a blank price in the Unpriced models panel
     await expect.poll(() => page.getByTestId('price-message').textContent()).toMatch(/input price.*number/i)
     expect(await prices()).toEqual([])
     expect(await row.getByTestId('reprice').isDisabled()).toBe(true)
+    // Nor a price in another notation: Number() read "0x10" as $16 and "1e3" as $1,000 a million tokens.
+    for (const typed of ['0x10', '1e3', 'Infinity']) {
+      await row.getByLabel('input price').fill(typed)
+      await row.getByTestId('set-price').click()
+      await expect.poll(() => page.getByTestId('price-message').textContent()).toMatch(/input price.*number/i)
+      expect(await prices()).toEqual([])
+    }
     // A real price is taken.
     await row.getByLabel('input price').fill('$1.25')
     await row.getByTestId('set-price').click()
