@@ -1,3 +1,5 @@
+import { isLastingRefusal, refusalErrorOf } from './lasting-refusal'
+
 /**
  * Codex CLI retries a 429 after its `Retry-After`, which for a budget means hours of a stranded
  * agent; it stops at once, and tells the user, only on an error typed `usage_limit_reached` (the
@@ -7,9 +9,9 @@
  * a refusal for calls in flight alone (`x-should-retry: true`, a Retry-After of seconds).
  */
 export function codexRefusalError(status: number, body: unknown, headers: Record<string, string>): Record<string, unknown> {
-  const error: Record<string, unknown> = { ...((body as { error?: object } | undefined)?.error ?? {}) }
+  const error = refusalErrorOf(body)
   // A refusal to retry soon (a per-minute limit, calls in flight that may end) keeps its type.
-  if (status === 429 && error.type !== 'rate_limited' && headers['x-should-retry'] !== 'true') {
+  if (isLastingRefusal(status, body, headers)) {
     error.code = error.type
     error.type = 'usage_limit_reached'
     const after = Number(headers['retry-after'])

@@ -1,3 +1,5 @@
+import { isLastingRefusal } from './lasting-refusal'
+
 /**
  * Qwen Code (0.24) and Cline's CLI (3.0) retry a 429 whatever its `x-should-retry` says: Qwen Code
  * after its `Retry-After` (for a daily budget, hours of a stranded agent), Cline five times over a
@@ -9,6 +11,5 @@ export const STOPS_ON_403 = new Set(['qwen-code', 'cline'])
 
 /** The status `client` is answered with for a refusal of `status`. */
 export function forbiddenStatus(client: string, status: number, body: unknown, headers: Record<string, string>): number {
-  if (!STOPS_ON_403.has(client) || status !== 429 || headers['x-should-retry'] === 'true') return status
-  return (body as { error?: { type?: unknown } } | undefined)?.error?.type === 'rate_limited' ? status : 403
+  return STOPS_ON_403.has(client) && isLastingRefusal(status, body, headers) ? 403 : status
 }

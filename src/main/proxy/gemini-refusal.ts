@@ -1,3 +1,5 @@
+import { isLastingRefusal, refusalErrorOf } from './lasting-refusal'
+
 /**
  * Gemini CLI (0.61, packages/core/src/utils/retry.ts `retryWithBackoff`) ignores `x-should-retry`
  * and takes a 429 whose body is not a Google error it can classify for a transient one: it retries
@@ -15,8 +17,8 @@
  * keeps the contract's form, as does a refusal for calls in flight alone (`x-should-retry: true`).
  */
 export function geminiRefusalBody(status: number, body: unknown, headers: Record<string, string>): Record<string, unknown> | undefined {
-  const error: Record<string, unknown> = { ...((body as { error?: object } | undefined)?.error ?? {}) }
-  if (status !== 429 || error.type === 'rate_limited' || headers['x-should-retry'] === 'true') return undefined
+  if (!isLastingRefusal(status, body, headers)) return undefined
+  const error = refusalErrorOf(body)
   const details: Record<string, unknown>[] = [
     {
       '@type': 'type.googleapis.com/google.rpc.ErrorInfo',

@@ -1,3 +1,5 @@
+import { isLastingRefusal, refusalErrorOf } from './lasting-refusal'
+
 /**
  * opencode (1.18, packages/opencode/src/session/retry.ts) retries an API error up to 5 times, each
  * after its `Retry-After` (for a daily budget, hours of a stranded agent), unless its status is
@@ -41,8 +43,8 @@ export interface OpencodeRefusal {
 
 /** The refusal opencode stops on, or undefined when the refusal is one to retry (it keeps its form). */
 export function opencodeRefusal(status: number, body: unknown, headers: Record<string, string>): OpencodeRefusal | undefined {
-  const error: Record<string, unknown> = { ...((body as { error?: object } | undefined)?.error ?? {}) }
-  if (status !== 429 || error.type === 'rate_limited' || headers['x-should-retry'] === 'true') return undefined
+  if (!isLastingRefusal(status, body, headers)) return undefined
+  const error = refusalErrorOf(body)
   const safe: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(error)) {
     if (typeof v === 'string') safe[k] = unretriedText(v)

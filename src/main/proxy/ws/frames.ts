@@ -1,4 +1,5 @@
 import { codexRefusalError } from '../codex-refusal'
+import { refusalErrorOf } from '../lasting-refusal'
 import { opencodeFrameHeaders, opencodeRefusal } from '../opencode-refusal'
 import type { SteerAsk } from './steers'
 
@@ -69,7 +70,7 @@ export function errorFrame(status: number, body: unknown, headers: Record<string
 /** The `error` of a refusal frame: Codex's form for Codex, else the contract's body's `error`. */
 function refusalError(status: number, body: unknown, headers: Record<string, string>, client: string): Record<string, unknown> {
   if (client === 'codex') return codexRefusalError(status, body, headers)
-  return { ...((body as { error?: object } | undefined)?.error ?? {}) }
+  return refusalErrorOf(body)
 }
 
 /** A frame Burnrate writes, with its lane: on a multiplexed socket the client routes each event by it, as the upstream's own. */
