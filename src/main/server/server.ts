@@ -54,9 +54,7 @@ import { createDispatch } from './dispatch'
 import { listenOn } from './listen'
 import { StartupError } from './startup-error'
 import { readCaFile } from './ca-file'
-
-/** How long a clean stop waits for the spill journal's file work (an open or a removal under way). */
-const JOURNAL_IDLE_MS = 5_000
+import { journalIdle } from './journal-idle'
 
 /** The capabilities every server has, in mount order. */
 export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, retention, pricing, plans, budgets, alerts, admin, dashboard, team, metrics, otel, dashboardUi]
@@ -156,17 +154,6 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const spillAfterClose = (flushed: boolean): void => {
     if (!flushed && ledger instanceof Ledger) spillPending(ledger, config.data_dir, log, { flushFirst: false })
   }
-  // A clean stop returns once the journal's file work is done: nothing is created or removed in the
-  // data folder after it. Waited on for at most JOURNAL_IDLE_MS: a file operation a stuck disk never
-  // ends (a hung network mount) must not hold the quit up for good; what it leaves is read once at the next start.
-  const journalIdle = async (): Promise<void> => {
-    if (!(ledger instanceof Ledger)) return
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), JOURNAL_IDLE_MS)))
-    const done = await Promise.race([ledger.journalIdle().then(() => 'done' as const), late])
-    clearTimeout(timer)
-    if (done === 'late') log.warn(`the spill journal's file work had not ended ${JOURNAL_IDLE_MS / 1000} s after the stop; stopping without it (the next start reads what it left once)`)
-  }
   // SQLite: calls `burnrate import` stores in the same file while this server runs count in its
   // spend (and, once the budgets feature reads them, its meters) within seconds.
   let notices: CallNotices | null = null
@@ -259,7 +246,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     void (async () => {
       for (const fn of closers) await Promise.resolve(fn()).catch(() => {})
       spillAfterClose(await ledger.close())
-      await journalIdle()
+      await journalIdle(ledger, log)
       await storage.close().catch(() => {})
       await egress.close()
       db.close()
@@ -388,7 +375,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         for (const fn of closers) await fn()
         // Last: what the closers recorded too (a hold let go, a settled estimate) is in this flush or the spill file.
         spillAfterClose(await ledger.close())
-        await journalIdle()
+        await journalIdle(ledger, log)
         await proxy.close()
         await egress.close()
         await storage.close().catch((err: Error) => log.warn(`closing the shared store: ${err.message}`))
