@@ -42,8 +42,19 @@ export function converseUsage(u: unknown): Usage | null {
  * the standard rate with a warning (../pricing/price.ts).
  */
 export function servedPriority(tier: unknown): boolean {
+  const t = tierName(tier)
+  return t !== undefined && t.toLowerCase() === 'priority'
+}
+
+/** Whether an answer's `X-Amzn-Bedrock-Service-Tier` (or its body's tier) names a tier, whichever: then its estimate is at that tier, not the one asked for. */
+export function namesTier(tier: unknown): boolean {
+  return tierName(tier) !== undefined
+}
+
+/** The tier a header or body field names, trimmed; undefined when it names none. */
+function tierName(tier: unknown): string | undefined {
   const t = isObject(tier) ? tier.type : Array.isArray(tier) ? tier[0] : tier
-  return typeof t === 'string' && t.trim().toLowerCase() === 'priority'
+  return typeof t === 'string' && t.trim() !== '' ? t.trim() : undefined
 }
 
 /**
@@ -85,7 +96,7 @@ export class ConverseMeter implements Meter {
 
   headers(h: IncomingHttpHeaders): void {
     const tier = h['x-amzn-bedrock-service-tier']
-    this.tierNamed = typeof tier === 'string' && tier.trim() !== ''
+    this.tierNamed = namesTier(tier)
     if (servedPriority(tier)) this.priority = true
   }
 

@@ -3,7 +3,7 @@ import { readCutJson } from '../metering/cut-json'
 import { OutputText } from '../metering/output-text'
 import { emptyUsage, isObject, type Usage } from '../metering/usage'
 import { AnthropicMeter } from './anthropic-meter'
-import { converseDeltaText, converseUsage, servedPriority } from './bedrock-converse'
+import { converseDeltaText, converseUsage, namesTier, servedPriority } from './bedrock-converse'
 import { chunkEvent, exceptionType } from './bedrock-event-stream'
 import type { AskedSpeed } from './bedrock-paths'
 import { choicesText } from './openai-stream-text'
@@ -72,7 +72,7 @@ export class InvokeMeter implements Meter {
     this.counted = headerUsage(h)
     const tier = h['x-amzn-bedrock-service-tier']
     this.priority = servedPriority(tier)
-    this.tierNamed = typeof tier === 'string' && tier.trim() !== ''
+    this.tierNamed = namesTier(tier)
   }
 
   event(type: string, payload: string): void {
