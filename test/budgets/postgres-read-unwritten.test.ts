@@ -4,7 +4,7 @@ import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { eventually } from '../support/http'
 import { fixture } from '../support/fixtures'
-import { holdLock, lockWaiter, usePostgres } from '../support/pg-harness'
+import { holdLock, holdRows, lockWaiter, usePostgres } from '../support/pg-harness'
 import { NANO_COST, NANO_FIXTURE, chat, pgBudgetServer } from './support'
 
 /**
@@ -12,7 +12,8 @@ import { NANO_COST, NANO_FIXTURE, chat, pgBudgetServer } from './support'
  * stored, then rebuilds the meters from its snapshot, counting again only the calls recorded while
  * it ran. When that wait ended without them stored (the ledger's write failed: its connection
  * lost, PostgreSQL briefly away for it), the rebuilt meters dropped them: the key's spend fell back
- * under its block limit and today's spend with it, until a later read found them stored.
+ * under its block limit and today's spend with it, until a later read found them stored, and a call
+ * decided in process (PostgreSQL not answering its admission) went through the limit.
  */
 const h = usePostgres({ upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture(NANO_FIXTURE) }) })
 
@@ -21,7 +22,7 @@ const KEY = 'sk-unwritten-aaaaaaaaaaaa-0001'
 describe('a read of the meters while this instance has calls not yet stored (PostgreSQL)', () => {
   it("keeps the instance's own calls the read's snapshot misses: the spend never drops under the limit", async () => {
     const url = h.database()
-    const t = await pgBudgetServer(h, url, { ...ADMIN_CONFIG, timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-unwritten-*', daily_limit_usd: NANO_COST * 1.5, action: 'block' }] } })
+    const t = await pgBudgetServer(h, url, { ...ADMIN_CONFIG, timezone: 'UTC', storage: { budget_wait_ms: 1000 }, budgets: { rules: [{ api_key_pattern: 'sk-unwritten-*', daily_limit_usd: NANO_COST * 1.5, action: 'block' }] } })
     const engine = budgetsOf(t.server.context).engine
     const spend = t.server.context.ledger.spend
     const hash = hashKey(KEY)
@@ -61,9 +62,14 @@ describe('a read of the meters while this instance has calls not yet stored (Pos
     expect(Number((await t.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM calls'))!.n)).toBe(1)
     expect(meterSpent()).toBe(NANO_COST * 2)
     expect(spend.key(hash).day).toBe(NANO_COST * 2)
-    // A call now is refused as the limit reached on this instance's own spend.
+    // A call while PostgreSQL does not answer its admission (the key's spend rows held past
+    // storage.budget_wait_ms) is decided on this instance's meter: refused, the limit reached (it
+    // went through before, the meter at the first call's spend).
+    const held = await holdRows(t.store, 'SELECT id FROM budget_spend WHERE api_key_hash = @k', { k: hash })
     const third = await chat(t, KEY)
+    await held.release()
     expect(third.status).toBe(429)
+    expect(third.json().error.type).toBe('budget_exceeded')
     await lock.release()
     // Once stored, a later read counts it once.
     await eventually(async () => Number((await t.store.get<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE status = 200"))!.n) === 2, 30_000)
