@@ -54,13 +54,6 @@ export class SharedBudgets {
   private readRows: HistoryRow[] = []
   /** This instance's calls `readRows` does not hold: counted in every reload with them (./own-rows.ts). */
   private readonly unread = new OwnRows()
-  /**
-   * The same calls, those with a call key: the next read looks them up in its snapshot too. A read
-   * waits for the calls recorded before it to be stored, but that wait ends all the same when the
-   * ledger's write fails (its connection lost, PostgreSQL briefly away for it): the meters were
-   * then rebuilt without them, the key's spend back under its limits until a later read.
-   */
-  private unwritten: CallRecord[] = []
 
   constructor(
     private readonly ctx: ServerContext,
@@ -92,7 +85,6 @@ export class SharedBudgets {
   ownCall(call: CallRecord): void {
     for (const d of this.during) d.push(call)
     this.unread.add(call)
-    if (call.call_key) this.unwritten.push(call)
   }
 
   /** Reads the meters again (through the feed, which holds what it hears meanwhile). */
@@ -179,14 +171,13 @@ export class SharedBudgets {
     const now = Date.now()
     const active = en.rules.active()
     const keysOf = { clock: en.clock, readAt: (t: number) => en.shared.keysReadAt(t) }
-    const since = historyStart(active, en.clock, now)
     const [loaded, announced] = await Promise.all([
-      this.history.load(since, () => during, keysOf, sessionHistoryStart(active, now)),
+      this.history.load(historyStart(active, en.clock, now), () => during, keysOf, sessionHistoryStart(active, now)),
       // The thresholds any instance announced in periods not yet ended: not announced again.
       // (Not read: the meters load all the same; the webhooks are still claimed once each, ../alerts/claims.ts.)
       this.announced.load(now).catch(() => []),
     ])
-    return { ...loaded, announced, now, since }
+    return { ...loaded, announced, now }
   }
 
   /**
@@ -208,10 +199,14 @@ export class SharedBudgets {
     const en = this.engine
     if (!en) return null
     const { ctx } = this
-    // This instance's calls counted while the rows are read, and those counted before that no read
-    // has found yet (`unwritten`): those the read missed (stored after its snapshot, or not yet) are
-    // counted again once the meters are rebuilt from it, the others not.
-    const during: CallRecord[] = [...this.unwritten]
+    // This instance's calls counted while the rows are read, and those recorded before it that the
+    // ledger has not stored yet: those the read missed (stored after its snapshot, or not yet) are
+    // counted again once the meters are rebuilt from it, the others not. A read waits for the calls
+    // recorded before it to be stored, but that wait ends all the same when the ledger's write
+    // fails (its connection lost, PostgreSQL briefly away for it): the meters were then rebuilt
+    // without them, the key's spend back under its limits until a later read. (The ledger's queue,
+    // at most ledger.max_pending calls: not a list of every call since the last read.)
+    const during: CallRecord[] = [...(ctx.ledger.queuedCalls?.() ?? [])]
     this.during.add(during)
     const moved: OwnMove[] = []
     this.movedDuring.add(moved)
@@ -224,7 +219,7 @@ export class SharedBudgets {
       // (the budgets API's answer, the tray and the admin API's keys in the ended day and month,
       // a key blocked again there) until it was past midnight again. A period never goes back.
       while (this.overtaken(got.spentAt, got.keysAt)) got = await this.load(en, during)
-      const { now, since, announced, rows, snapshot, read, spend, spentAt, keys, keysAt } = got
+      const { now, announced, rows, snapshot, read, spend, spentAt, keys, keysAt } = got
       // Which model each requested name was answered as, from the calls read: those whose
       // notifications this instance did not hear (stored before it listened, or while its
       // listening connection was lost or deaf) teach it nothing else. Only names with no known
@@ -244,8 +239,6 @@ export class SharedBudgets {
       if (keys) en.shared.reseed(keys, missed, keysAt)
       en.shared.recount(missed)
       for (const c of missed) this.unread.add(c)
-      // (Looked up again by the next read; one before every meter's history is no longer counted.)
-      this.unwritten = missed.filter((c) => c.call_key && c.ts >= since)
       for (const c of missed) ctx.ledger.spend.addCall(c)
       // This instance's moves committed after the snapshot were made on the meters just replaced: made again.
       for (const m of moved) {

@@ -72,6 +72,12 @@ export interface CallLedger {
   /** Hands over every queued call and forgets it. */
   takePending(): CallRecord[]
   /**
+   * PostgreSQL: the calls recorded and not yet stored (a write under way or failed), oldest first,
+   * at most `ledger.max_pending`: a read of the shared meters counts again those its snapshot misses
+   * (../budgets/shared.ts). SQLite has none: its meters are not rebuilt from another store.
+   */
+  queuedCalls?(): readonly CallRecord[]
+  /**
    * Deletes up to `limit` of the oldest calls that arrived before `before` (ms) and resolves to
    * how many it deleted (`ledger.retention_days`); the rollups keep their totals. `team`: on a
    * member, the team server's address; the calls it has not acknowledged are kept.

@@ -165,6 +165,11 @@ export class PgLedger implements CallLedger {
     return this.pruner.more
   }
 
+  /** The calls recorded and not yet stored (a write under way or failed included), oldest first; at most `ledger.max_pending`. */
+  queuedCalls(): readonly CallRecord[] {
+    return this.queue.rows()
+  }
+
   takePending(): CallRecord[] {
     return this.queue.take()
   }

@@ -76,6 +76,11 @@ export class PendingQueue {
     return this.entries.length === 0 || this.entries[0].seq > seq
   }
 
+  /** Every queued call, oldest first (they stay queued). */
+  rows(): CallRecord[] {
+    return this.entries.map((e) => e.row)
+  }
+
   /** Hands over every queued call and forgets it. */
   take(): CallRecord[] {
     const rows = this.entries.map((e) => e.row)
