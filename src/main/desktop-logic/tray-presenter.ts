@@ -28,6 +28,8 @@ export class TrayPresenter {
   private readonly offs: (() => void)[] = []
   private last = ''
   private tick: unknown = null
+  /** A redraw at the earliest shown budget level's reset, so the level goes then, not at the next refresh. */
+  private resetTick: unknown = null
   private readonly timers: Timers
   view: TrayView | null = null
 
@@ -60,6 +62,7 @@ export class TrayPresenter {
     } catch {
       // budget state is advisory for the tray; spend still shows
     }
+    this.redrawAtReset(alerts)
     const todayUsd = this.opts.spend.today()
     let projectedUsd: number | null = null
     try {
@@ -89,7 +92,21 @@ export class TrayPresenter {
     this.opts.render(view)
   }
 
+  private redrawAtReset(alerts: readonly BudgetAlert[]): void {
+    if (this.resetTick !== null) this.timers.clearTimeout(this.resetTick)
+    this.resetTick = null
+    const now = Date.now()
+    let next = Infinity
+    for (const a of alerts) {
+      const t = Date.parse(a.resets_at)
+      if (t > now && t < next) next = t
+    }
+    if (next - now < (this.opts.refreshMs ?? 30_000)) this.resetTick = this.timers.setTimeout(() => this.throttle.request(), next - now + 1)
+  }
+
   stop(): void {
+    if (this.resetTick !== null) this.timers.clearTimeout(this.resetTick)
+    this.resetTick = null
     this.throttle.stop()
     for (const off of this.offs.splice(0)) off()
     if (this.tick !== null) this.timers.clearTimeout(this.tick)
