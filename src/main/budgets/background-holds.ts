@@ -3,6 +3,7 @@ import { Ledger } from '../ledger/ledger'
 import { type HoldRow, REMOVE_HOLD_SQL, SAVE_HOLD_SQL, type SideWrite } from '../ledger/side-writes'
 import type { CallLedger } from '../ledger/types'
 import type { CallContext } from '../proxy/gate'
+import { QueuedWriter } from './queued-writer'
 import type { Reservation } from './state/types'
 
 /**
@@ -13,9 +14,6 @@ import type { Reservation } from './state/types'
  * would refuse calls for spend that may never come. Its cost still counts if it is read later.
  */
 export const BACKGROUND_HOLD_MS = 60 * 60_000
-
-/** How soon holds the file could not take (busy) are written again (PostgreSQL). */
-const RETRY_MS = 1000
 
 /** How often held reservations past their bound are let go when no call comes to do it. */
 const EXPIRE_EVERY_MS = 60_000
@@ -30,16 +28,13 @@ export type HoldInfo = HoldRow
  * which could wait on that thread's lock. With a PostgreSQL ledger this file has no other writer,
  * and the row is written at once; when the file is busy (another connection writing it: `burnrate
  * import`, a backup) it stays queued, in order, and is written again a moment later (as key
- * patterns are, ./key-patterns.ts), and at close. Builds before this one swallowed the error: the
+ * patterns are: ./queued-writer.ts), and at close. Builds before this one swallowed the error: the
  * hold lived in memory only, and a restart let a second job past the `block` rule it filled.
  */
 export class HoldFile {
   private readonly allStmt: Database.Statement
-  private readonly writeAll: (rows: readonly HoldWrite[]) => void
   /** Rows the file could not take yet (PostgreSQL), in order. */
-  private pending: HoldWrite[] = []
-  private timer: NodeJS.Timeout | null = null
-  private closed = false
+  private readonly writes: QueuedWriter<HoldWrite>
 
   constructor(
     db: Database.Database,
@@ -47,12 +42,12 @@ export class HoldFile {
   ) {
     const saveStmt = db.prepare(SAVE_HOLD_SQL)
     const removeStmt = db.prepare(REMOVE_HOLD_SQL)
-    this.writeAll = db.transaction((rows: readonly HoldWrite[]) => {
+    this.writes = new QueuedWriter(db.transaction((rows: readonly HoldWrite[]) => {
       for (const w of rows) {
         if ('hold' in w) saveStmt.run(w.hold)
         else removeStmt.run(w.unhold)
       }
-    })
+    }))
     this.allStmt = db.prepare(
       'SELECT provider, response_id AS responseId, api_key_hash AS keyHash, rule, session, ts, amount, until FROM background_holds',
     )
@@ -68,25 +63,12 @@ export class HoldFile {
 
   /** Writes the rows still queued (PostgreSQL); those the file cannot take now are tried again in a moment. */
   flush(): void {
-    if (this.timer) clearTimeout(this.timer)
-    this.timer = null
-    if (this.pending.length === 0) return
-    const rows = this.pending
-    this.pending = []
-    try {
-      this.writeAll(rows)
-    } catch {
-      // busy or read-only now: kept, in order, and tried again in a moment or at close
-      this.pending = rows.concat(this.pending)
-      this.later()
-    }
+    this.writes.flush()
   }
 
   /** Stops writing on its own (the server's close, after its last `flush`). */
   close(): void {
-    if (this.timer) clearTimeout(this.timer)
-    this.timer = null
-    this.closed = true
+    this.writes.close()
   }
 
   private keep(w: HoldWrite): void {
@@ -94,18 +76,9 @@ export class HoldFile {
       this.ledger.keepWithNextBatch([w])
       return
     }
-    this.pending.push(w)
+    this.writes.add([w])
     // After rows still queued: a hold let go is never written before its save.
-    if (this.pending.length === 1) this.flush()
-  }
-
-  private later(): void {
-    if (this.timer || this.closed) return
-    this.timer = setTimeout(() => {
-      this.timer = null
-      this.flush()
-    }, RETRY_MS)
-    this.timer.unref()
+    if (this.writes.queued.length === 1) this.writes.flush()
   }
 
   /**
@@ -116,7 +89,7 @@ export class HoldFile {
   all(): HoldInfo[] {
     const held = new Map<string, HoldInfo>()
     for (const h of this.allStmt.all() as HoldInfo[]) held.set(keyOf(h.provider, h.responseId), h)
-    for (const w of this.ledger instanceof Ledger ? this.ledger.unwritten().side : this.pending) {
+    for (const w of this.ledger instanceof Ledger ? this.ledger.unwritten().side : this.writes.queued) {
       if ('hold' in w) held.set(keyOf(w.hold.provider, w.hold.responseId), w.hold)
       else if ('unhold' in w) held.delete(keyOf(w.unhold.provider, w.unhold.responseId))
     }

@@ -2,11 +2,9 @@ import type Database from 'better-sqlite3'
 import { INSERT_KEY_PATTERN_SQL, type KeyPattern } from '../ledger/side-writes'
 import { Ledger } from '../ledger/ledger'
 import type { CallLedger } from '../ledger/types'
+import { QueuedWriter } from './queued-writer'
 
 export type { KeyPattern } from '../ledger/side-writes'
-
-/** How soon patterns the file could not take (busy) are written again. */
-const RETRY_MS = 1000
 
 /**
  * The prefix rule patterns each API key (by hash) was seen to match, kept in this machine's SQLite
@@ -26,10 +24,8 @@ const RETRY_MS = 1000
 export class KeyPatternStore {
   private readonly selectAll: Database.Statement
   private readonly sweepStmt: Database.Statement
-  private readonly write: (rows: readonly KeyPattern[]) => void
-  private pending: KeyPattern[] = []
-  private timer: NodeJS.Timeout | null = null
-  private closed = false
+  /** Patterns learnt and not written yet (PostgreSQL), in order. */
+  private readonly writes: QueuedWriter<KeyPattern>
 
   constructor(
     db: Database.Database,
@@ -38,9 +34,9 @@ export class KeyPatternStore {
     const insert = db.prepare(INSERT_KEY_PATTERN_SQL)
     this.selectAll = db.prepare('SELECT api_key_hash, pattern FROM key_patterns')
     this.sweepStmt = db.prepare('DELETE FROM key_patterns WHERE pattern NOT IN (SELECT value FROM json_each(?))')
-    this.write = db.transaction((rows: readonly KeyPattern[]) => {
+    this.writes = new QueuedWriter(db.transaction((rows: readonly KeyPattern[]) => {
       for (const r of rows) insert.run(r)
-    })
+    }))
     if (!(ledger instanceof Ledger)) ledger.onBatchTx(async () => this.flush())
   }
 
@@ -66,40 +62,18 @@ export class KeyPatternStore {
     const rows = patterns.map((pattern) => ({ api_key_hash: hash, pattern }))
     if (this.ledger instanceof Ledger) this.ledger.keepWithNextBatch(rows.map((r) => ({ pattern: r })))
     else {
-      for (const r of rows) this.pending.push(r)
-      this.later(0)
+      this.writes.add(rows)
+      this.writes.soon(0)
     }
   }
 
   /** Writes what is pending (PostgreSQL); kept for the next try when the file cannot be written now. */
   flush(): void {
-    if (this.timer) clearTimeout(this.timer)
-    this.timer = null
-    if (this.pending.length === 0) return
-    const rows = this.pending
-    this.pending = []
-    try {
-      this.write(rows)
-    } catch {
-      // busy or read-only now: tried again in a moment, with the next batch, or at close
-      this.pending = rows.concat(this.pending)
-      this.later(RETRY_MS)
-    }
+    this.writes.flush()
   }
 
   /** Stops writing on its own (the server's close, after its last `flush`). */
   close(): void {
-    if (this.timer) clearTimeout(this.timer)
-    this.timer = null
-    this.closed = true
-  }
-
-  private later(ms: number): void {
-    if (this.timer || this.closed) return
-    this.timer = setTimeout(() => {
-      this.timer = null
-      this.flush()
-    }, ms)
-    this.timer.unref()
+    this.writes.close()
   }
 }
