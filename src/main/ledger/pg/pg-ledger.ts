@@ -126,9 +126,10 @@ export class PgLedger implements CallLedger {
     const lost = this.spill.leftMemory(gone)
     if (gone.length > lost) this.status.left_on_disk = (this.status.left_on_disk ?? 0) + gone.length - lost
     if (lost > 0) {
+      // As the SQLite ledger counts them: the log tells these apart from rows PostgreSQL refused (`last_drop`).
       this.status.dropped += lost
+      this.status.overflowed = (this.status.overflowed ?? 0) + lost
       this.status.last_error = `${lost} call(s) were dropped: PostgreSQL is away and they could not be kept on disk`
-      this.status.last_drop = 'PostgreSQL is away, more than ledger.max_pending calls waited in memory, and the oldest could not be kept on disk'
     }
   }
 

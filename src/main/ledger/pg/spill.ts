@@ -115,8 +115,8 @@ export class Spill {
           if (lost > 0) {
             this.status.left_on_disk = Math.max(0, (this.status.left_on_disk ?? 0) - lost)
             this.status.dropped += lost
+            this.status.overflowed = (this.status.overflowed ?? 0) + lost
             this.status.last_error = `${lost} call(s) were dropped: PostgreSQL is away and they could not be kept on disk`
-            this.status.last_drop = 'PostgreSQL is away, more than ledger.max_pending calls waited in memory, and the oldest could not be kept on disk'
           }
           if (!this.spillFailing) this.opts.log.error(`PostgreSQL is away and calls cannot be spilled to disk (${this.describe(err)}); they are held in memory`)
           this.spillFailing = true
