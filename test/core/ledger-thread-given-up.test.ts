@@ -48,10 +48,10 @@ function setup() {
       ro.close()
     }
   }
-  /** What `Ledger.landInFlight` does with a batch it takes back from a thread it gives up: queued here, ahead of the rest. */
+  /** What `BatchWriter.landInFlight` does with a batch it takes back from a thread it gives up: queued here, ahead of the rest. */
   const takeBack = (rows: CallRecord[]) => {
-    const l = ledger as unknown as { pending: CallRecord[] }
-    l.pending = rows.concat(l.pending)
+    const q = (ledger as unknown as { queue: { calls: CallRecord[] } }).queue
+    q.calls = rows.concat(q.calls)
   }
   return { ledger, file, counts, takeBack }
 }

@@ -114,7 +114,7 @@ describe('ledger write thread', () => {
     try {
       for (let i = 0; i < 10; i++) ledger.record(makeCall({ ts: Date.now() }))
       // The timer has handed the batch to the thread, which now waits for the lock (up to 2 s).
-      await eventually(() => ledger.status.pending === 10 && (ledger as unknown as { inFlight: { busy: boolean } }).inFlight.busy)
+      await eventually(() => ledger.status.pending === 10 && (ledger as unknown as { queue: { inFlight: { busy: boolean } } }).queue.inFlight.busy)
       flushed = ledger.flushed()
       let done = false
       void flushed.then(() => (done = true))
