@@ -260,7 +260,7 @@ export class Pricer {
   /**
    * Says once per provider and model that a call a Priority tier served (OpenAI's Priority
    * processing, now Fast mode; the Gemini API's priority tier; Vertex AI's Priority PayGo;
-   * Anthropic's fast mode) is
+   * Anthropic's fast mode, on Vertex AI's Claude models too, in fast mode's words) is
    * priced at a standard rate, below what is billed: no Priority price is known for the model
    * (./priority-prices.ts) and no `pricing.overrides` entry with `speed: fast` prices it.
    */
@@ -269,7 +269,15 @@ export class Pricer {
     const key = `${providerName}\0${model}`
     if (this.fastWarned.has(key) || this.fastWarned.size >= MAX_LOOKUPS) return
     this.fastWarned.add(key)
-    const tier = pricingId === 'google' ? 'its priority tier' : OPENAI_TIER_PRICING_IDS.has(pricingId) ? 'Priority processing (Fast mode)' : pricingId === 'aws' ? "fast mode or Bedrock's Priority tier" : 'fast mode'
+    // Vertex AI's Claude models are priced as Google's, but only Claude's fast mode serves them fast (their `usage.speed`).
+    const tier =
+      pricingId === 'google' && !isClaudeModel(model)
+        ? 'its priority tier'
+        : OPENAI_TIER_PRICING_IDS.has(pricingId)
+          ? 'Priority processing (Fast mode)'
+          : pricingId === 'aws'
+            ? "fast mode or Bedrock's Priority tier"
+            : 'fast mode'
     const price = tier === 'fast mode' ? 'fast-mode' : pricingId === 'aws' ? 'fast-mode or Priority' : 'Priority'
     this.warn(`pricing: ${providerName} ${model.slice(0, 100)} served at ${tier} is priced at its standard rate, which is less than billed: no ${price} price is known for it; add a pricing.overrides entry with speed: fast for it`)
   }
@@ -312,4 +320,9 @@ export class Pricer {
     }
     return null
   }
+}
+
+/** A Claude model's id as Vertex AI and Anthropic name it (`claude-opus-4-6`, `claude-sonnet-4-5@20250929`): fast mode, not a priority tier, is its fast speed. */
+function isClaudeModel(model: string): boolean {
+  return model.startsWith('claude-')
 }
