@@ -54,6 +54,13 @@ describe("a Bedrock request for the Priority tier under a block rule", () => {
     expect(stream.status).toBe(429)
   })
 
+  it('a Converse request asking for Claude\'s fast mode (additionalModelRequestFields.speed: "fast", the Messages field Converse passes to the model) is reserved at the fast price, its stream too', async () => {
+    answerSmall()
+    const body = { messages: [{ role: 'user', content: [{ text: 'hi' }] }], inferenceConfig: { maxTokens: MAX_TOKENS }, additionalModelRequestFields: { anthropic_beta: ['fast-mode-2026-02-01'], speed: 'fast' } }
+    expect((await postJson(`${s.t.url}${BASE}/model/${MODEL}/converse`, body, HEADERS)).status).toBe(429)
+    expect((await postJson(`${s.t.url}${BASE}/model/${MODEL}/converse-stream`, body, HEADERS)).status).toBe(429)
+  })
+
   it("the OpenAI-compatible API (…/openai/v1/chat/completions): the Priority tier asked by its header or its body's service_tier is reserved at the fast price", async () => {
     s.upstream.setResponder(() => ({
       status: 200,

@@ -59,13 +59,15 @@ describe('a Bedrock stream cut before it said which speed or tier served it', ()
     expect(served.cost_usd).toBe(standard(served))
   })
 
-  it('a ConverseStream that asked for the Priority tier (serviceTier) is estimated at the fast price, marked fast, unless its answer named another tier; one that did not ask at the list', async () => {
+  it('a ConverseStream that asked for the Priority tier (serviceTier) or fast mode (additionalModelRequestFields.speed) is estimated at the fast price, marked fast, unless its answer named another tier; one that did not ask at the list', async () => {
     const body = (extra: object) => ({ messages: [{ role: 'user', content: [{ text: PROMPT }] }], inferenceConfig: { maxTokens: 4096 }, ...extra })
     cutBeforeStart()
     expectFast(await post('converse-stream', body({ serviceTier: { type: 'priority' } })))
     cutBeforeStart('default')
     const served = await post('converse-stream', body({ serviceTier: { type: 'priority' } }))
     expect(served).toMatchObject({ estimated: 1, priced: 1, usage_extra: null })
+    cutBeforeStart()
+    expectFast(await post('converse-stream', body({ additionalModelRequestFields: { anthropic_beta: ['fast-mode-2026-02-01'], speed: 'fast' } })))
     cutBeforeStart()
     const plain = await post('converse-stream', body({}))
     expect(plain).toMatchObject({ estimated: 1, priced: 1, usage_extra: null })

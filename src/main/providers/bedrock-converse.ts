@@ -3,6 +3,7 @@ import { type CutJsonShape, readCutJson } from '../metering/cut-json'
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { exceptionType } from './bedrock-event-stream'
+import type { AskedSpeed } from './bedrock-paths'
 import type { Meter, MeterResult } from './types'
 
 /**
@@ -86,13 +87,14 @@ export class ConverseMeter implements Meter {
   private tierNamed = false
 
   /**
-   * @param askedPriority the request asked for the Priority tier (its `serviceTier`, or the
-   *   `X-Amzn-Bedrock-Service-Tier` header): an answer that ends before its usage (a stream cut
-   *   before its `metadata` event, a body cut before its end) never said which tier served it,
-   *   and its estimate is taken at the tier asked for, as the reservation was, unless its headers
-   *   named the tier.
+   * @param asked what the request asked for beyond the standard tier: an answer that ends before
+   *   its usage (a stream cut before its `metadata` event, a body cut before its end) never said
+   *   which tier or speed served it, and its estimate is taken at what was asked, as the
+   *   reservation was: Claude's fast mode (`additionalModelRequestFields.speed: "fast"`) as asked,
+   *   the Priority tier (its `serviceTier`, or the `X-Amzn-Bedrock-Service-Tier` header) as asked
+   *   unless its headers named the tier.
    */
-  constructor(private readonly askedPriority = false) {}
+  constructor(private readonly asked: AskedSpeed = { fastMode: false, priority: false }) {}
 
   headers(h: IncomingHttpHeaders): void {
     const tier = h['x-amzn-bedrock-service-tier']
@@ -152,7 +154,7 @@ export class ConverseMeter implements Meter {
     const error = this.error
     if (error && !this.started) return { usage: emptyUsage(), complete: true, error }
     if (this.usage) return { usage: this.priority ? { ...this.usage, fast: true } : this.usage, complete: this.complete, error }
-    const billedSoFar = (this.tierNamed ? this.priority : this.askedPriority) ? { fast: true } : undefined
+    const billedSoFar = this.asked.fastMode || (this.tierNamed ? this.priority : this.asked.priority) ? { fast: true } : undefined
     return { usage: null, complete: this.complete, outputText: this.text.join(''), outputScale: this.text.scale, error, billedSoFar }
   }
 }

@@ -10,8 +10,9 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * `/openai/v1/…`) or its control plane (everything else); `/model/{id}/{operation}` names the
  * operation (InvokeModel, Converse, their streams, CountTokens) and the model, or the inference
  * profile, that prices it; the service tier it asks for is its header's or its body's (Converse's
- * `serviceTier`, the OpenAI-compatible API's `service_tier`), and an InvokeModel of Claude asks for
- * fast mode with its Messages body's `speed: "fast"`.
+ * `serviceTier`, the OpenAI-compatible API's `service_tier`), and a call of Claude asks for fast
+ * mode with the Messages API's `speed: "fast"` (InvokeModel's body, Converse's
+ * `additionalModelRequestFields`).
  */
 
 const REGION = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/
@@ -86,9 +87,9 @@ export function inspectBedrock(req: RequestInfo, profiles: Record<string, string
     stream: op.endsWith('-stream'),
     billable: req.method === 'POST',
   }
-  // Asking for the Priority tier, or a Claude InvokeModel asking for fast mode (the Messages body's
-  // `speed: "fast"`): budgets reserve it at the model's fast price; it is recorded at the tier or
-  // speed its answer names.
+  // Asking for the Priority tier, or a Claude model asking for fast mode (the Messages API's
+  // `speed: "fast"`, an InvokeModel body's or Converse's `additionalModelRequestFields`): budgets
+  // reserve it at the model's fast price; it is recorded at the tier or speed its answer names.
   if (shape.billable) {
     const asked = askedSpeed(req, shape.endpoint)
     if (asked.fastMode || asked.priority) shape.fast = true
@@ -96,7 +97,10 @@ export function inspectBedrock(req: RequestInfo, profiles: Record<string, string
   return shape
 }
 
-/** What a model call asks for beyond the standard tier: fast mode (an InvokeModel body's `speed: "fast"`), the Priority tier (`asksForPriority`). */
+/**
+ * What a model call asks for beyond the standard tier: Claude's fast mode (`asksForFastMode`), the
+ * Priority tier (`asksForPriority`).
+ */
 export interface AskedSpeed {
   fastMode: boolean
   priority: boolean
@@ -104,7 +108,21 @@ export interface AskedSpeed {
 
 /** What an InvokeModel (`endpoint` `invoke`) or Converse (`converse`) request asks for beyond the standard tier. */
 export function askedSpeed(req: RequestInfo, endpoint: string): AskedSpeed {
-  return { fastMode: endpoint === 'invoke' && isObject(req.body) && req.body.speed === 'fast', priority: asksForPriority(req) }
+  return { fastMode: asksForFastMode(req.body, endpoint), priority: asksForPriority(req) }
+}
+
+/**
+ * Whether a request asks for Claude's fast mode, the Messages API's `speed: "fast"`: an InvokeModel
+ * body is the model's own (Anthropic's Messages body), and Converse passes the model's own fields
+ * it has none of its own for in `additionalModelRequestFields` ("Additional inference parameters
+ * that the model supports, beyond the base set of inference parameters that Converse and
+ * ConverseStream support in the inferenceConfig field", Bedrock's API reference for Converse), as
+ * it passes Claude's `thinking` and `output_config`.
+ */
+function asksForFastMode(body: unknown, endpoint: string): boolean {
+  if (!isObject(body)) return false
+  if (endpoint === 'invoke') return body.speed === 'fast'
+  return endpoint === 'converse' && isObject(body.additionalModelRequestFields) && body.additionalModelRequestFields.speed === 'fast'
 }
 
 /**

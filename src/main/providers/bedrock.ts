@@ -52,7 +52,7 @@ function bedrockProvider(profiles: Record<string, string>): Provider {
       isOpenAIApi(req.path)
         ? new BedrockOpenAIMeter({ endpoint: shape.endpoint })
         : shape.endpoint === 'converse'
-          ? new ConverseMeter(shape.fast === true)
+          ? new ConverseMeter(askedSpeed(req, shape.endpoint))
           : new InvokeMeter(isClaude(shape.model), pathNamesModel(req.path, profiles), askedSpeed(req, shape.endpoint)),
     configure: (s: ProviderSettings) => bedrockProvider(s.profiles ?? {}),
   }
