@@ -1,4 +1,5 @@
-import { ConverseMeter } from './bedrock-converse'
+import type { IncomingHttpHeaders } from 'node:http'
+import { ConverseMeter, namesTier, servedPriority } from './bedrock-converse'
 import { InvokeMeter, isClaude } from './bedrock-invoke'
 import { askedSpeed, bedrockPlace, inspectBedrock, isOpenAIApi, pathNamesModel } from './bedrock-paths'
 import { OpenAIMeter } from './openai-meter'
@@ -50,7 +51,7 @@ function bedrockProvider(profiles: Record<string, string>): Provider {
     inspect: (req) => inspectBedrock(req, profiles),
     meter: (shape, req): Meter =>
       isOpenAIApi(req.path)
-        ? new BedrockOpenAIMeter({ endpoint: shape.endpoint })
+        ? new BedrockOpenAIMeter(shape.endpoint, shape.fast === true)
         : shape.endpoint === 'converse'
           ? new ConverseMeter(askedSpeed(req, shape.endpoint))
           : new InvokeMeter(isClaude(shape.model), pathNamesModel(req.path, profiles), askedSpeed(req, shape.endpoint)),
@@ -58,11 +59,41 @@ function bedrockProvider(profiles: Record<string, string>): Provider {
   }
 }
 
-/** The OpenAI-compatible API's answers: priced as the Bedrock model id the request names (the price data's), whatever the answer calls it. */
+/**
+ * The OpenAI-compatible API's answers: priced as the Bedrock model id the request names (the price
+ * data's), whatever the answer calls it. Its usage names no tier: an `X-Amzn-Bedrock-Service-Tier`
+ * header of the answer saying `priority` marks it fast, as InvokeModel's does (./bedrock-invoke.ts).
+ */
 class BedrockOpenAIMeter extends OpenAIMeter {
+  /** The answer's headers say its Priority tier served it (`servedPriority`). */
+  private priority = false
+  /** The answer's headers named the tier that served it, whichever (`namesTier`). */
+  private tierNamed = false
+
+  /**
+   * @param askedPriority the request asked for the Priority tier (the `X-Amzn-Bedrock-Service-Tier`
+   *   header or the body's `service_tier`, `CallShape.fast`): an answer that ends before its usage
+   *   (a stream cut before its last chunk) is estimated at that tier, as it was reserved, unless
+   *   its headers named the tier that served it.
+   */
+  constructor(endpoint: string, private readonly askedPriority: boolean) {
+    super({ endpoint })
+  }
+
+  headers(h: IncomingHttpHeaders): void {
+    const tier = h['x-amzn-bedrock-service-tier']
+    this.tierNamed = namesTier(tier)
+    this.priority = servedPriority(tier)
+  }
+
   override result(): MeterResult {
     const { model: _answered, ...r } = super.result()
-    return r
+    // A usage the answer reported is at the tier its headers named; an estimate (no usage, or a
+    // running count cut mid-stream) at that tier, else the one asked for.
+    const fast = r.usage && !r.partialOutput ? this.priority : this.tierNamed ? this.priority : this.askedPriority
+    if (!fast) return r
+    if (r.usage) return r.usage.fast ? r : { ...r, usage: { ...r.usage, fast: true } }
+    return r.billedSoFar?.fast ? r : { ...r, billedSoFar: { ...r.billedSoFar, fast: true } }
   }
 }
 
