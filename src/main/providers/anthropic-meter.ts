@@ -76,6 +76,11 @@ export class AnthropicMeter implements Meter {
    */
   constructor(private readonly askedFast = false) {}
 
+  /** Whether a usage object of the answer said which speed served it (its `speed`, fast or standard). */
+  get saidSpeed(): boolean {
+    return this.speedSaid
+  }
+
   event(name: string, data: string): void {
     // Once `message_start` gave the usage, only `message_*` and `error` events change the result:
     // text deltas (most of a stream's events) only estimate a stream cut before the final usage,
@@ -139,6 +144,7 @@ export class AnthropicMeter implements Meter {
     if (typeof body.id === 'string') this.id = body.id
     if (isObject(body.usage)) {
       this.raw = rawUsage(body.usage)
+      if ('speed' in body.usage) this.speedSaid = true
       this.iterations = iterationsSum(body.usage.iterations)
       this.final = true
     }

@@ -1,6 +1,7 @@
+import { isObject } from '../metering/usage'
 import { inspectAnthropic } from './anthropic'
 import { AnthropicMeter } from './anthropic-meter'
-import type { CallShape, Provider, ProviderSettings, RequestInfo } from './types'
+import type { CallShape, Meter, MeterResult, Provider, ProviderSettings, RequestInfo } from './types'
 import { withoutTrailingSlashes } from './trailing-slashes'
 
 /**
@@ -18,6 +19,9 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * API prices. The client's key (`x-api-key`, as the Foundry SDKs send it, or Azure's `api-key`) or
  * Microsoft Entra ID token (`Authorization: Bearer`) is passed on as it came.
  *
+ * Claude's fast mode is a deployment of a fast-mode model (`fastModeBase`: its id ends in `-fast`),
+ * not a request's `speed`: recorded as the model without the suffix, marked fast.
+ *
  * Foundry serves no Message Batches, Files or models list: any path but Messages and token
  * counting is passed on and recorded unbilled.
  */
@@ -31,8 +35,72 @@ const MESSAGES_API = '/anthropic'
 export function inspectFoundry(req: RequestInfo, below = MESSAGES_API): CallShape {
   const p = withoutTrailingSlashes(req.path)
   const rest = below === '' ? p : p.startsWith(`${below}/`) ? p.slice(below.length) : ''
-  if (rest === '/v1/messages' || rest === '/v1/messages/count_tokens') return inspectAnthropic({ ...req, path: rest })
-  return { endpoint: 'other', model: '', stream: false, billable: false }
+  if (rest !== '/v1/messages' && rest !== '/v1/messages/count_tokens') return { endpoint: 'other', model: '', stream: false, billable: false }
+  const shape = inspectAnthropic({ ...req, path: rest })
+  // A deployment of a fast-mode model: the model it names, at fast mode (reserved at its fast price).
+  const base = shape.billable ? fastModeBase(shape.model) : undefined
+  if (base !== undefined) {
+    shape.model = base
+    shape.fast = true
+  }
+  return shape
+}
+
+/**
+ * Claude's fast mode on Foundry has model IDs of its own, the model's ending in `-fast`, and the
+ * deployment sets the speed: a request goes to a deployment of the fast-mode model and leaves out
+ * `speed` (platform.claude.com/docs/build-with-claude/fast-mode, its Microsoft Foundry note). The
+ * model such an id (a deployment named as its model, or an answer's model) is fast mode of, or
+ * undefined for any other name.
+ */
+export function fastModeBase(model: string): string | undefined {
+  return model.length > FAST_SUFFIX.length && model.endsWith(FAST_SUFFIX) ? model.slice(0, -FAST_SUFFIX.length) : undefined
+}
+
+const FAST_SUFFIX = '-fast'
+
+/**
+ * A Foundry Messages answer, read as Anthropic's, of a deployment that may be a fast-mode model's:
+ * such a call (its deployment's name, else its answer's model, ends in `-fast`) is recorded as
+ * the model without the suffix and marked fast, unless its usage said which speed served it
+ * (`speed: "standard"`). A request's `speed: "fast"` is read as on the Claude API.
+ */
+class FoundryMeter implements Meter {
+  private readonly inner: AnthropicMeter
+
+  /**
+   * @param askedFast the request asked for fast mode (`CallShape.fast`: its deployment is a
+   *   fast-mode model's, or its body's `speed: "fast"`): an answer cut before its usage said the
+   *   speed is estimated at it.
+   * @param fastDeployment the request's deployment is named as a fast-mode model (`fastModeBase`).
+   */
+  constructor(
+    askedFast: boolean,
+    private readonly fastDeployment: boolean,
+  ) {
+    this.inner = new AnthropicMeter(askedFast)
+  }
+
+  event(name: string, data: string): void {
+    this.inner.event(name, data)
+  }
+
+  json(body: unknown): void {
+    this.inner.json(body)
+  }
+
+  jsonCut(body: string): void {
+    this.inner.jsonCut(body)
+  }
+
+  result(): MeterResult {
+    const r = this.inner.result()
+    const base = r.model === undefined ? undefined : fastModeBase(r.model)
+    const named = base === undefined ? r : { ...r, model: base }
+    if (!this.fastDeployment && base === undefined) return named
+    if (named.usage) return named.usage.fast || this.inner.saidSpeed ? named : { ...named, usage: { ...named.usage, fast: true } }
+    return named.billedSoFar?.fast ? named : { ...named, billedSoFar: { ...named.billedSoFar, fast: true } }
+  }
 }
 
 /** Whether a configured base URL already ends in the resource's Messages API path (`…/anthropic`). */
@@ -56,7 +124,7 @@ function foundryProvider(below: string): Provider {
     credentials: ['x-api-key', 'api-key', 'authorization'],
     noUpstreamHint: 'set providers.foundry.base_url in the config to your Foundry resource (https://<resource>.services.ai.azure.com)',
     inspect: (req) => inspectFoundry(req, below),
-    meter: (shape) => new AnthropicMeter(shape.fast === true),
+    meter: (shape, req) => new FoundryMeter(shape.fast === true, isObject(req.body) && typeof req.body.model === 'string' && fastModeBase(req.body.model) !== undefined),
     configure: (s: ProviderSettings) => foundryProvider(endsInMessagesApi(s.base_url) ? '' : MESSAGES_API),
   }
 }
