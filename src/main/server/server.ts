@@ -91,7 +91,8 @@ export interface BurnrateServer {
    * from their length (their calls are then recorded, a background job's budget hold with them),
    * and writes what the ledger has queued, or keeps it in a spill file when the database cannot
    * take it (SQLite); PostgreSQL's ledger keeps its queue in its spill journal without waiting for
-   * the database. Resolves once that is done.
+   * the database. Resolves once that is done, the SQLite spill journal's file work with it (its
+   * removal once the last write stored what it held; at most 5 s), as `close` waits for it.
    */
   keepPending(): Promise<void>
 }
@@ -146,8 +147,12 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     // none) is recorded, with its hold, once the estimate is in: a turn after it is settled.
     settleEstimates()
     await new Promise<void>((r) => setImmediate(r))
-    if (ledger instanceof Ledger) spillPending(ledger, config.data_dir, log)
-    else if (ledger.keepQueued) await ledger.keepQueued()
+    if (ledger instanceof Ledger) {
+      spillPending(ledger, config.data_dir, log)
+      // The exit follows at once: the journal's file work (its removal once the flush stored what it
+      // held, an append still opening it) ends first, or the next start would apply its rows again.
+      await journalIdle(ledger, log)
+    } else if (ledger.keepQueued) await ledger.keepQueued()
     else ledger.flush()
   }
   /** After the ledger's last flush failed: its queue to a spill file, without waiting on the lock again (SQLite; PostgreSQL's close journals its own). */
