@@ -68,6 +68,7 @@ describe('calls past ledger.max_pending that the journal holds', () => {
         const text = (await request(`${t.url}/metrics`)).body.toString()
         expect(metric(text, 'burnrate_ledger_dropped_total')).toBe(0)
         expect(metric(text, 'burnrate_ledger_left_on_disk_total')).toBe(3)
+        expect(metric(text, 'burnrate_ledger_left_on_disk_waiting')).toBe(3)
       } finally {
         await lock.release()
       }
@@ -75,9 +76,13 @@ describe('calls past ledger.max_pending that the journal holds', () => {
       await eventually(() => sessions(t.dbFile).length === 5, 15_000)
       expect(sessions(t.dbFile)).toEqual(['a4', 'a5', 'b1', 'b2', 'b3'])
       await eventually(() => (t.server.ledger.status.pending === 0 && spillFiles(t.dir).length === 1), 15_000)
+      // Still on disk only (stored at the next start): still said so.
+      expect((await request(`${t.url}/api/health`)).json().ledger).toMatchObject({ writable: true, dropped: 0, left_on_disk: 3 })
       t = await t.restart()
       await eventually(() => spillFiles(t.dir).length === 0, 10_000)
       expect(sessions(t.dbFile)).toEqual(['a1', 'a2', 'a3', 'a4', 'a5', 'b1', 'b2', 'b3'])
+      // Stored: nothing waits on disk any more.
+      expect((await request(`${t.url}/api/health`)).json().ledger).toMatchObject({ writable: true, dropped: 0, left_on_disk: 0 })
     } finally {
       await t.cleanup()
     }

@@ -20,7 +20,7 @@ export const health: Feature = (ctx) => {
         writable: ledger.writable,
         pending: ledger.pending,
         dropped: ledger.dropped,
-        // Left memory past ledger.max_pending but on disk in the spill journal: not lost, stored later.
+        // Left memory past ledger.max_pending but on disk in the spill journal, not stored yet: not lost, stored later.
         left_on_disk: ledger.left_on_disk ?? 0,
         last_error: ledger.last_error,
       },

@@ -12,10 +12,12 @@ export interface LedgerStatus {
   overflowed?: number
   /**
    * Calls that left memory because more than `maxPending` waited, but are on disk in the spill
-   * journal: not lost, and not in `dropped` (SQLite: stored at the next start; PostgreSQL: read back
-   * once it answers again, or at the next start).
+   * journal, and are not stored yet: not lost, and not in `dropped` (SQLite: stored at the next
+   * start; PostgreSQL: read back once it answers again, when they leave this count, or at the next start).
    */
   left_on_disk?: number
+  /** Every call counted in `left_on_disk` since the start, stored since or not (the metrics' counter). */
+  left_on_disk_total?: number
   /** Why the calls dropped last (other than `overflowed`) were dropped, for the log (../reliability/ledger-log.ts). */
   last_drop?: string
   last_error: string | null

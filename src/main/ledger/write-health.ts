@@ -26,7 +26,11 @@ export class WriteHealth {
 
   /** `gone` calls left memory past `maxPending`: those the journal holds (`onDisk`) are not lost (the next start stores them). */
   leftMemory(gone: number, onDisk: number): void {
-    if (onDisk > 0) this.status.left_on_disk = (this.status.left_on_disk ?? 0) + onDisk
+    if (onDisk > 0) {
+      // Stored only at the next start (the journal is kept for it): they stay counted until then.
+      this.status.left_on_disk = (this.status.left_on_disk ?? 0) + onDisk
+      this.status.left_on_disk_total = (this.status.left_on_disk_total ?? 0) + onDisk
+    }
     this.status.dropped += gone - onDisk
     this.status.overflowed = (this.status.overflowed ?? 0) + gone - onDisk
   }
@@ -34,6 +38,7 @@ export class WriteHealth {
   /** `n` calls counted on disk when they left memory were not after all (an append that held them failed). */
   notOnDisk(n: number): void {
     this.status.left_on_disk = Math.max(0, (this.status.left_on_disk ?? 0) - n)
+    this.status.left_on_disk_total = Math.max(0, (this.status.left_on_disk_total ?? 0) - n)
     this.status.dropped += n
     this.status.overflowed = (this.status.overflowed ?? 0) + n
   }

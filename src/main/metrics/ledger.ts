@@ -30,13 +30,25 @@ export function ledgerGauges(registry: Registry, ctx: Pick<ServerContext, 'ledge
       this.inc(ledger.status.dropped)
     },
   })
+  // Never down: a call counted on disk whose append then failed leaves the ledger's total (it is
+  // dropped after all), and a counter that fell would read as a restart to rate().
+  let leftOnDisk = 0
   new Counter({
     name: 'burnrate_ledger_left_on_disk_total',
-    help: 'Calls that left memory past ledger.max_pending while the database stayed unwritable but are on disk in the spill journal: not lost (stored at the next start, or on PostgreSQL once it answers again), and not in dropped.',
+    help: 'Calls that left memory past ledger.max_pending while the database stayed unwritable but were on disk in the spill journal: not lost (stored at the next start, or on PostgreSQL once it answers again), and not in dropped. Counts them stored since or not; burnrate_ledger_left_on_disk_waiting counts those not stored yet.',
     registers,
     collect() {
+      leftOnDisk = Math.max(leftOnDisk, ledger.status.left_on_disk_total ?? 0)
       this.reset()
-      this.inc(ledger.status.left_on_disk ?? 0)
+      this.inc(leftOnDisk)
+    },
+  })
+  new Gauge({
+    name: 'burnrate_ledger_left_on_disk_waiting',
+    help: "Calls that left memory past ledger.max_pending and wait on disk in the spill journal to be stored (SQLite: at the next start; PostgreSQL: once it answers again): /api/health's ledger.left_on_disk.",
+    registers,
+    collect() {
+      this.set(ledger.status.left_on_disk ?? 0)
     },
   })
   new Gauge({

@@ -37,13 +37,14 @@ export class LedgerLog {
     if (other > 0) {
       this.log.error(`${other} call(s) were dropped (${s.dropped} in all): ${s.last_drop ?? 'the database refused them'}`)
     }
-    const onDisk = (s.left_on_disk ?? 0) - this.leftOnDisk
+    const total = s.left_on_disk_total ?? s.left_on_disk ?? 0
+    const onDisk = total - this.leftOnDisk
     if (onDisk > 0) {
-      this.log.warn(`${onDisk} call(s) left memory, more than ledger.max_pending waiting for the database; they are not lost: the spill journal on disk holds them (${s.left_on_disk} in all)`)
+      this.log.warn(`${onDisk} call(s) left memory, more than ledger.max_pending waiting for the database; they are not lost: the spill journal on disk holds them (${total} in all)`)
     }
     this.wasWritable = s.writable
     this.dropped = s.dropped
-    this.leftOnDisk = s.left_on_disk ?? 0
+    this.leftOnDisk = total
     this.overflowed = overflowed
   }
 }

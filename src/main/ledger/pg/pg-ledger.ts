@@ -123,8 +123,8 @@ export class PgLedger implements CallLedger {
   private dropOldest(): void {
     const n = Math.max(1, Math.floor(this.opts.maxPending / 100))
     const gone = this.queue.dropOldest(n)
+    // Those on disk are counted there (`left_on_disk`, until the journal holding them is written back).
     const lost = this.spill.leftMemory(gone)
-    if (gone.length > lost) this.status.left_on_disk = (this.status.left_on_disk ?? 0) + gone.length - lost
     if (lost > 0) {
       // As the SQLite ledger counts them: the log tells these apart from rows PostgreSQL refused (`last_drop`).
       this.status.dropped += lost

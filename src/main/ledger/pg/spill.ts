@@ -41,6 +41,10 @@ export class Spill {
   private spilledThrough = 0
   /** A call of the journal left memory (past maxPending): the file is read back when PostgreSQL returns. */
   private journalIncomplete = false
+  /** How many of the journal's calls left memory (counted in `left_on_disk` until the file is written back). */
+  private journalLeft = 0
+  /** Of the own files to read back, how many calls each holds that left memory (they leave `left_on_disk` once it is written). */
+  private readonly leftIn = new Map<string, number>()
   private spilling: Promise<void> | null = null
   /** Highest sequence number of the append under way. */
   private spillingThrough = 0
@@ -79,7 +83,13 @@ export class Spill {
     const onDisk = this.spilling ? this.spillingThrough : this.spilledThrough
     const lost = gone.filter((e) => e.seq > onDisk).length
     for (const e of gone) if (e.seq > this.spilledThrough && e.seq <= onDisk) this.leftInFlight.push(e.seq)
-    if (lost < gone.length) this.journalIncomplete = true
+    const kept = gone.length - lost
+    if (kept > 0) {
+      this.journalIncomplete = true
+      this.journalLeft += kept
+      this.status.left_on_disk = (this.status.left_on_disk ?? 0) + kept
+      this.status.left_on_disk_total = (this.status.left_on_disk_total ?? 0) + kept
+    }
     return lost
   }
 
@@ -113,7 +123,9 @@ export class Spill {
           }
           const lost = this.leftInFlight.filter((seq) => seq > this.spilledThrough).length
           if (lost > 0) {
+            this.journalLeft = Math.max(0, this.journalLeft - lost)
             this.status.left_on_disk = Math.max(0, (this.status.left_on_disk ?? 0) - lost)
+            this.status.left_on_disk_total = Math.max(0, (this.status.left_on_disk_total ?? 0) - lost)
             this.status.dropped += lost
             this.status.overflowed = (this.status.overflowed ?? 0) + lost
             this.status.last_error = `${lost} call(s) were dropped: PostgreSQL is away and they could not be kept on disk`
@@ -145,6 +157,8 @@ export class Spill {
     if (!file) return
     if (this.journalIncomplete) {
       this.journalIncomplete = false
+      this.leftIn.set(file, this.journalLeft)
+      this.journalLeft = 0
       this.backlog.push(file)
     } else {
       await rm(file, { force: true })
@@ -211,6 +225,10 @@ export class Spill {
     await rm(file, { force: true })
     list.shift()
     this.countFiles()
+    // Its calls that had left memory are stored now: no longer waiting on disk.
+    const left = this.leftIn.get(file) ?? 0
+    this.leftIn.delete(file)
+    if (left > 0) this.status.left_on_disk = Math.max(0, (this.status.left_on_disk ?? 0) - left)
     if (rows.length > 0) this.opts.log.info(`wrote ${rows.length} call(s) kept in ${file} to PostgreSQL`)
   }
 
