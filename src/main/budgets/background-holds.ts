@@ -66,6 +66,11 @@ export class HoldFile {
     this.writes.flush()
   }
 
+  /** Hands over the rows the file has not taken (PostgreSQL; at a stop: ./unwritten-rows.ts), and forgets them. */
+  takePending(): SideWrite[] {
+    return this.writes.take()
+  }
+
   /** Stops writing on its own (the server's close, after its last `flush`). */
   close(): void {
     this.writes.close()

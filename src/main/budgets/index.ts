@@ -25,6 +25,7 @@ import { KEYS_SQL, keysParams } from './shared-history'
 import { RuleStore, type RuleWriter } from './store'
 import { toolKind } from './tool-kinds'
 import { worstCaseUsd } from './worst-case'
+import { keepUnwritten } from './unwritten-rows'
 
 export interface Budgets {
   engine: BudgetEngine
@@ -173,12 +174,16 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   if (!shared) patterns.sweep(engine.prefixPatterns())
   engine.onRules = (p) => patterns.sweep(p)
   engine.keepPatterns(patterns.all(), patterns.add)
+  // What the file cannot take at the stop is kept in a spill file for the next start (PostgreSQL;
+  // on SQLite both go with the ledger's batches, and its stop keeps them).
+  const keep = () => keepUnwritten([holdFile, patterns], ctx.config.data_dir, ctx.log)
   ctx.onClose(() => {
-    patterns.flush()
+    keep()
     patterns.close()
-    holdFile.flush()
     holdFile.close()
   })
+  // An exit that cannot wait (a second signal) runs no closer: the same, and before it ends.
+  ctx.onExit(async () => keep())
   const e = engine
   const r = ctx.config.runaway
   const runaway = new RunawayDetector({

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { INSERT_KEY_PATTERN_SQL, type KeyPattern } from '../ledger/side-writes'
+import { INSERT_KEY_PATTERN_SQL, type KeyPattern, type SideWrite } from '../ledger/side-writes'
 import { Ledger } from '../ledger/ledger'
 import type { CallLedger } from '../ledger/types'
 import { QueuedWriter } from './queued-writer'
@@ -70,6 +70,11 @@ export class KeyPatternStore {
   /** Writes what is pending (PostgreSQL); kept for the next try when the file cannot be written now. */
   flush(): void {
     this.writes.flush()
+  }
+
+  /** Hands over the rows the file has not taken (PostgreSQL; at a stop: ./unwritten-rows.ts), and forgets them. */
+  takePending(): SideWrite[] {
+    return this.writes.take().map((pattern) => ({ pattern }))
   }
 
   /** Stops writing on its own (the server's close, after its last `flush`). */

@@ -21,6 +21,13 @@ export class QueuedWriter<T> {
     return this.pending
   }
 
+  /** Hands over the rows not written yet, in order, and forgets them (a stop keeps them elsewhere). */
+  take(): T[] {
+    const rows = this.pending
+    this.pending = []
+    return rows
+  }
+
   /** Queues rows after those still queued (written at the next `flush`). */
   add(rows: readonly T[]): void {
     for (const r of rows) this.pending.push(r)
