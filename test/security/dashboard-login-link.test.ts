@@ -43,6 +43,21 @@ describe("the desktop app's link to the dashboard", () => {
     expect((await loginFromLink(`${s.url}/login#login=${'A'.repeat(43)}`)).status).toBe(401)
   })
 
+  it('is never taken from an address\'s query (`/?login=<code>`): a code there is in history and access logs', async () => {
+    const link = s.server.dashboardLoginUrl()
+    const code = new URLSearchParams(new URL(link).hash.slice(1)).get('login')!
+    for (const path of [`/?login=${code}`, `/?range=7d&login=${code}`]) {
+      const res = await request(`${s.url}${path}`, { headers: { accept: 'text/html' } })
+      expect(res.status).toBe(401)
+      expect(res.headers['set-cookie']).toBeUndefined()
+      expect(res.headers.location).toBeUndefined()
+    }
+    // Nothing Burnrate opens puts a code in a query.
+    for (let i = 0; i < 3; i++) expect(new URL(s.server.dashboardLoginUrl()).search).toBe('')
+    // The code sent in a query was not taken (nor used up): the login page still posts it.
+    expect((await loginFromLink(link)).status).toBe(303)
+  })
+
   it('is the plain address when the dashboard has no token', async () => {
     const open = await startTestServer({})
     try {

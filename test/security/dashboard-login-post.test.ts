@@ -146,4 +146,10 @@ describe('/?token= (old bookmarks)', () => {
     expect(res.headers['cache-control']).toBe('no-store')
     expect((await summary(cookieOf(res))).status).toBe(200)
   })
+
+  it('leaves a login code sent beside it out of the address it redirects to (a code is never kept in one)', async () => {
+    const res = await request(`${s.url}/?range=7d&login=${'A'.repeat(43)}&token=${TOKEN}`)
+    expect(res.status).toBe(303)
+    expect(res.headers.location).toBe('/?range=7d')
+  })
 })

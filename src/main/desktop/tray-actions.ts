@@ -12,7 +12,7 @@ export interface TrayActionDeps {
   /** Whether the app starts at login (false when the system cannot say). */
   loginEnabled(): boolean
   openDashboard(): void
-  /** The dashboard's address for a browser, made for each opening (a one-time `?login=` code when dashboard.token is set). */
+  /** The dashboard's address for a browser, made for each opening (a one-time code in its fragment, `/login#login=`, when dashboard.token is set). */
   dashboardUrl: () => string
   /** A folder private to the user (userData): the page that hands the browser that address goes there. */
   userData: string

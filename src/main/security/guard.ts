@@ -152,17 +152,18 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
 
     // The old login link (bookmarks of `/?token=`; the desktop app posts instead): a right token
     // gets a new session and is redirected away at once, so the token never stays in the address
-    // bar or history, even when a session already exists, and no Referer carries it.
+    // bar or history, even when a session already exists, and no Referer carries it. A one-time
+    // code is taken only as posted (`/login#login=`): nothing issues `/?login=` links, and one
+    // in a query is in the history and a proxy's access log, so it is not read there.
     const q = (req.url ?? '').indexOf('?')
     let presented = false
     if (q !== -1 && (req.method === 'GET' || req.method === 'HEAD')) {
       const params = new URLSearchParams((req.url ?? '').slice(q + 1))
       const given = params.get('token')
-      const code = params.get('login')
-      if (given !== null || code !== null) {
+      if (given !== null) {
         presented = true
-        // (A code is used up by being tried, right or wrong.)
-        if ((code !== null && sessions.redeem(code)) || (given !== null && safeEqual(given, token))) {
+        if (safeEqual(given, token)) {
+          // (A login code beside it is not kept in the address either.)
           params.delete('token')
           params.delete('login')
           const cookie = sessionCookie(req, cookieName, sessions)
@@ -218,7 +219,7 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     const challenge = { 'www-authenticate': 'Bearer realm="burnrate-dashboard"' }
     // A browser opening a page gets the login form (still a 401); anything else the contract's error.
     if ((req.method === 'GET' || req.method === 'HEAD') && wantsHtml(req) && !isApiPath(normalisedPath(path))) {
-      sendLoginPage(req, res, 401, presented ? 'That is not the dashboard token, or the login link has been used.' : null, challenge)
+      sendLoginPage(req, res, 401, presented ? 'That is not the dashboard token.' : null, challenge)
       return false
     }
     sendError(

@@ -16,7 +16,7 @@ export interface SessionOptions {
 const DEFAULTS: SessionOptions = { max: 1000, idleMs: 30 * 24 * 3_600_000, now: Date.now }
 
 /**
- * Dashboard sessions: `/?token=` makes a random value (32 bytes from the system's CSPRNG), the
+ * Dashboard sessions: a login (`POST /login`, an old `/?token=` link) makes a random value (32 bytes from the system's CSPRNG), the
  * cookie carries only that. It cannot be computed from the token, is new at every login, and
  * is forgotten when Burnrate restarts or after a month unused.
  */
@@ -59,7 +59,7 @@ export class DashboardSessions {
   private readonly codes = new Map<string, number>()
 
   /**
-   * A login code for `/?login=<code>`: random, good once, for LOGIN_CODE_MS. What the desktop app
+   * A login code, posted by the login page from `/login#login=<code>`: random, good once, for LOGIN_CODE_MS. What the desktop app
    * hands the browser instead of the token: the address it opens goes on a command line (the
    * browser's, `xdg-open`'s), which every user of the machine can read in `ps`.
    */
