@@ -75,7 +75,8 @@ describe.skipIf(NO_BROWSER)('Open in browser, through the private page', () => {
     await eventually(async () => (await page.getByRole('alert').textContent())?.includes('not the dashboard token'))
     await page.getByLabel('Dashboard token').fill(TOKEN)
     await page.getByRole('button', { name: 'Log in' }).click()
-    await eventually(() => page.url() === `${t.url}/`)
+    // Back at the address it was opened at, its filter kept (test/security/login-keeps-address.test.ts).
+    await eventually(() => page.url() === `${t.url}/?range=7d`)
     await eventually(() => answers.length > 0)
     expect(answers.every((s) => s === 200), answers.join(',')).toBe(true)
     expect(lines.filter((l) => l.includes(TOKEN))).toEqual([])

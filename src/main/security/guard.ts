@@ -3,6 +3,7 @@ import type { Config } from '../config/schema'
 import { sendError } from '../http/errors'
 import { HostPolicy, answeringHost } from './hosts'
 import { sendLoginPage, wantsHtml } from './login-page'
+import { nextFromAddress } from './login-next'
 import { handleLoginPost, sessionCookie } from './login-post'
 import { bearerToken, cookieValues, safeEqual } from './secrets'
 import { DashboardSessions, dashboardCookieName } from './sessions'
@@ -219,7 +220,9 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     const challenge = { 'www-authenticate': 'Bearer realm="burnrate-dashboard"' }
     // A browser opening a page gets the login form (still a 401); anything else the contract's error.
     if ((req.method === 'GET' || req.method === 'HEAD') && wantsHtml(req) && !isApiPath(normalisedPath(path))) {
-      sendLoginPage(req, res, 401, presented ? 'That is not the dashboard token.' : null, challenge)
+      // (Its form goes back to this address once logged in: a bookmark's filters are kept.)
+      const next = nextFromAddress(path, q === -1 ? '' : (req.url ?? '').slice(q + 1))
+      sendLoginPage(req, res, 401, presented ? 'That is not the dashboard token.' : null, challenge, next)
       return false
     }
     sendError(

@@ -40,7 +40,8 @@ function escapeHtml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
 }
 
-export function loginPageHtml(error: string | null): string {
+/** `next`: where logging in goes on to (./login-next.ts), posted with the form; `/` leaves it out. */
+export function loginPageHtml(error: string | null, next = '/'): string {
   return (
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">' +
     `<meta name="referrer" content="same-origin"><title>Burnrate: log in</title><style>${STYLE}</style></head><body><main>` +
@@ -49,7 +50,9 @@ export function loginPageHtml(error: string | null): string {
     // (The hidden user name lets a password manager keep the token for this address; not read.)
     '<form method="post" action="/login" id="login"><input name="username" value="dashboard" autocomplete="username" hidden><label for="token">Dashboard token</label>' +
     '<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>' +
-    '<input id="code" name="login" type="hidden" disabled><button type="submit">Log in</button></form>' +
+    '<input id="code" name="login" type="hidden" disabled>' +
+    (next !== '/' ? `<input type="hidden" name="next" value="${escapeHtml(next)}">` : '') +
+    '<button type="submit">Log in</button></form>' +
     `</main><script>${SCRIPT}</script></body></html>\n`
   )
 }
@@ -59,9 +62,19 @@ export function wantsHtml(req: IncomingMessage): boolean {
   return (req.headers.accept ?? '').includes('text/html')
 }
 
-/** Answers with the login page (200 at `/login`, 401 where a session was needed), `error` shown above the form. */
-export function sendLoginPage(req: IncomingMessage, res: ServerResponse, status: number, error: string | null, headers: Record<string, string> = {}): void {
-  const body = loginPageHtml(error)
+/**
+ * Answers with the login page (200 at `/login`, 401 where a session was needed), `error` shown
+ * above the form, `next` where logging in goes on to (a checked path of this server).
+ */
+export function sendLoginPage(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  error: string | null,
+  headers: Record<string, string> = {},
+  next = '/',
+): void {
+  const body = loginPageHtml(error, next)
   res.writeHead(status, {
     'content-type': 'text/html; charset=utf-8',
     'content-security-policy': LOGIN_PAGE_CSP,

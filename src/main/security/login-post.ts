@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { clientScheme } from '../http/client-scheme'
 import { sendError } from '../http/errors'
+import { loginNext } from './login-next'
 import { sendLoginPage, wantsHtml } from './login-page'
 import { safeEqual } from './secrets'
 import type { DashboardSessions } from './sessions'
@@ -50,7 +51,8 @@ export function sameOrigin(req: IncomingMessage): boolean {
 
 /**
  * `POST /login` (the login page's form, `token=` or the desktop's one-time `login=`): the right
- * one gets a new session cookie and a 303 to the dashboard; the token never goes in an address.
+ * one gets a new session cookie and a 303 to the dashboard, at the form's `next` (the address the
+ * login page was shown at; ./login-next.ts); the token never goes in an address.
  * A wrong one counts against the client as any wrong dashboard token does.
  */
 export function handleLoginPost(req: IncomingMessage, res: ServerResponse, d: LoginDeps): void {
@@ -93,10 +95,12 @@ export function handleLoginPost(req: IncomingMessage, res: ServerResponse, d: Lo
 function answer(req: IncomingMessage, res: ServerResponse, d: LoginDeps, form: URLSearchParams): void {
   const given = form.get('token')
   const code = form.get('login')
+  // Back to the address the login page was shown at (only ever a path of this server).
+  const next = loginNext(form.get('next'))
   // (A code is used up by being tried, right or wrong; the right token always gets in, however many wrong ones came first.)
   if ((code !== null && d.sessions.redeem(code)) || (given !== null && safeEqual(given, d.token))) {
     res.writeHead(303, {
-      location: '/',
+      location: next,
       'set-cookie': sessionCookie(req, d.cookieName, d.sessions),
       'cache-control': 'no-store',
       'referrer-policy': 'no-referrer',
@@ -116,6 +120,6 @@ function answer(req: IncomingMessage, res: ServerResponse, d: LoginDeps, form: U
       : code !== null && given === null
         ? 'That login link has been used or is over a minute old: open the dashboard from Burnrate again, or give the dashboard token.'
         : 'That is not the dashboard token (dashboard.token in the config).'
-  if (wantsHtml(req)) sendLoginPage(req, res, 401, message, headers)
+  if (wantsHtml(req)) sendLoginPage(req, res, 401, message, headers, next)
   else sendError(res, 'unauthorized', message, undefined, headers)
 }
