@@ -232,6 +232,9 @@ describe('start-up errors for hostile or mistaken config (one line, naming the k
     const msg = oneLine(errorOf(() => loadConfig({ config: withFile('server:\n  allowed_origins: ["localhost:5173"]\n') }, {})))
     expect(msg).toContain('server.allowed_origins[0]')
     expect(loadConfig({ config: withFile('server:\n  allowed_origins: ["http://localhost:5173", "https://tool.example/"]\n') }, {}).server.allowed_origins).toHaveLength(2)
+    const url = oneLine(errorOf(() => loadConfig({ config: withFile('server:\n  public_url: "https://burnrate.team.example/dashboard"\n') }, {})))
+    expect(url).toContain('server.public_url')
+    expect(loadConfig({ config: withFile('server:\n  public_url: "https://burnrate.team.example/"\n') }, {}).server.public_url).toBe('https://burnrate.team.example/')
   })
 
   it('refuses credentials, a query or a fragment in a provider base_url', () => {

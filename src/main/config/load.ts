@@ -169,6 +169,12 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
       )
     }
   }
+  const publicUrl = cfg.server.public_url
+  if (publicUrl !== undefined && !isOrigin(publicUrl.trim())) {
+    throw new ConfigError(
+      `config ${file}: server.public_url: "${publicUrl.slice(0, 100)}" is not an origin; expected the address browsers open Burnrate at, such as "https://burnrate.team.example" (no path)`,
+    )
+  }
   const patterns = new Map<string, number>()
   for (const [i, rule] of cfg.budgets.rules.entries()) {
     checkPattern(rule.api_key_pattern, `config ${file}: budgets.rules[${i}].api_key_pattern`)

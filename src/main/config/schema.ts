@@ -106,6 +106,8 @@ export const configSchema = z
         allowed_hosts: z.array(z.string().min(1)).default([]),
         /** Web pages (`http://localhost:5173`) allowed to call the server from a browser. */
         allowed_origins: z.array(z.string().min(1)).default([]),
+        /** The address browsers open Burnrate at through a reverse proxy (`https://burnrate.team.example`): its page may log in to the dashboard whatever `Host` the proxy passes. */
+        public_url: z.string().min(1).optional(),
         /** Total MB of proxied request bodies and clients' WebSocket messages held in memory at once; past it calls get 503 service_unavailable, sockets are closed 1013. */
         max_buffered_body_mb: z.number().int().min(1).max(65_536).default(500),
         /** Open client connections at most; idle and half-sent ones make room for new ones, else 503. */

@@ -4,7 +4,7 @@ import { sendError } from '../http/errors'
 import { HostPolicy, answeringHost } from './hosts'
 import { sendLoginPage, wantsHtml } from './login-page'
 import { nextFromAddress } from './login-next'
-import { handleLoginPost, sessionCookie } from './login-post'
+import { handleLoginPost, originOf, sessionCookie } from './login-post'
 import { bearerToken, cookieValues, safeEqual } from './secrets'
 import { DashboardSessions, dashboardCookieName } from './sessions'
 import { AuthThrottle, clientKey } from './throttle'
@@ -78,10 +78,12 @@ export function localRedirect(path: string, query: string): string {
 
 export function createRequestGuard(opts: GuardOptions): RequestGuard {
   const { server, dashboard } = opts.config
+  // The address browsers open Burnrate at through a reverse proxy: its page is Burnrate's own.
+  const publicOrigin = server.public_url ? originOf(server.public_url.trim()) : null
   const policy = new HostPolicy({
     configuredHost: server.host,
     allowedHosts: server.allowed_hosts ?? [],
-    allowedOrigins: server.allowed_origins ?? [],
+    allowedOrigins: [...(server.allowed_origins ?? []), ...(publicOrigin ? [publicOrigin] : [])],
     interfaceAddresses: opts.interfaceAddresses,
   })
   const token = dashboard.token || null
@@ -142,7 +144,7 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     // one-time code, posted rather than put in an address.
     if (dashboard.enabled && routedPath(path) === '/login') {
       if (req.method === 'POST') {
-        handleLoginPost(req, res, { token, sessions, throttle, cookieName, client })
+        handleLoginPost(req, res, { token, sessions, throttle, cookieName, client, publicOrigin })
         return false
       }
       if (req.method === 'GET' || req.method === 'HEAD') {

@@ -15,6 +15,8 @@ export interface LoginDeps {
   cookieName: string
   /** The client wrong tokens are counted against (./throttle.ts clientKey). */
   client: string
+  /** `server.public_url`'s origin (its page may log in whatever Host a proxy passes), or null. */
+  publicOrigin: string | null
 }
 
 /** The longest login form read (a token or a code is well under it). */
@@ -31,22 +33,43 @@ export function sessionCookie(req: IncomingMessage, cookieName: string, sessions
   return `${cookieName}=${sessions.create()}; Path=/; HttpOnly; SameSite=Strict${secure}`
 }
 
+/** An origin as browsers send it (`https://name`, the default port left out), or null. */
+export function originOf(value: string): string | null {
+  try {
+    const o = new URL(value).origin
+    return o === 'null' ? null : o
+  } catch {
+    return null
+  }
+}
+
 /**
- * Whether a browser sent the request from a page of this very server: its Origin names the
- * address it was sent to (Host), and the browser does not call it cross-site. A form on any other
- * page (another site, another port of this host, a file:// page, a sandboxed frame: `Origin:
- * null`) could otherwise log the browser in to a session of its choosing; every browser sends
- * Origin with a form's POST.
+ * Why a login is not from a page of this very server (null when it is): its Origin names the
+ * address it was sent to (Host), or `server.public_url` (the address browsers use through a
+ * reverse proxy that passes Burnrate another Host), and the browser does not call it cross-site. A
+ * form on any other page (another site, another port of this host, a file:// page, a sandboxed
+ * frame: `Origin: null`) could otherwise log the browser in to a session of its choosing; every
+ * browser sends Origin with a form's POST. The reason goes in the 403, so that a proxy set up so
+ * is told what to change rather than only that the login was refused.
  */
-export function sameOrigin(req: IncomingMessage): boolean {
+export function loginOriginProblem(req: IncomingMessage, publicOrigin: string | null): string | null {
   const origin = req.headers.origin
   const site = req.headers['sec-fetch-site']
-  if (!origin || origin === 'null' || (site !== undefined && site !== 'same-origin')) return false
-  try {
-    return new URL(origin).host.toLowerCase() === String(req.headers.host ?? '').toLowerCase()
-  } catch {
-    return false
+  const own = "log in from the dashboard's own login page (/login on this server)."
+  if (!origin || origin === 'null') {
+    return `This login came without the address of the page that sent it (Origin), as a browser's form on a file:// page, a sandboxed frame or a program sends it: ${own}`
   }
+  if (site !== undefined && site !== 'same-origin') return `This login was sent from another web site's page (Sec-Fetch-Site: ${String(site).slice(0, 20)}): ${own}`
+  const from = originOf(origin)
+  if (from === null) return `This login's Origin, "${origin.slice(0, 100)}", is not an address: ${own}`
+  if (publicOrigin !== null && from === publicOrigin) return null
+  const host = String(req.headers.host ?? '').toLowerCase()
+  if (new URL(from).host === host) return null
+  return (
+    `This login was sent from the page at ${from}, but reached Burnrate addressed to ${host.slice(0, 100)}: a login is taken only from ` +
+    "Burnrate's own page, at the address it is sent to. Behind a reverse proxy, have it pass on the Host the browser used " +
+    `(nginx: proxy_set_header Host $host;), or set server.public_url: ${from} in the config.`
+  )
 }
 
 /**
@@ -62,8 +85,10 @@ export function handleLoginPost(req: IncomingMessage, res: ServerResponse, d: Lo
     fn()
     req.resume()
   }
-  if (!sameOrigin(req)) {
-    return refuse(() => sendError(res, 'forbidden', "Log in from the dashboard's own login page (/login on this server): a login sent from any other page is refused."))
+  const problem = loginOriginProblem(req, d.publicOrigin)
+  if (problem !== null) {
+    // (A browser's form gets the login page saying so; anything else the contract's error.)
+    return refuse(() => (wantsHtml(req) ? sendLoginPage(req, res, 403, problem) : sendError(res, 'forbidden', problem)))
   }
   const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
   if (type !== 'application/x-www-form-urlencoded') {
