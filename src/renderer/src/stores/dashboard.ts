@@ -56,6 +56,11 @@ export const useDashboard = defineStore('dashboard', () => {
   const errors = reactive<Partial<Record<Section, string>>>({})
   /** The filter key each section's data belongs to (so a view can tell stale from fresh). */
   const loadedFor = reactive<Partial<Record<Section, string>>>({})
+  /**
+   * The range and tenant the members list answers (it depends on nothing else): the member filter
+   * keeps its list while only the grouping or the member chosen changes, never across a range or tenant.
+   */
+  const membersFor = ref<string | null>(null)
   /** The dashboard API wants its token (401): the server's message says how to give it. */
   const authMessage = ref('')
   /** No answer from the server at all on the last refresh. */
@@ -103,6 +108,7 @@ export const useDashboard = defineStore('dashboard', () => {
     if (inFlight) return inFlight
     const gen = generation
     const key = filters.key
+    const scope = membersScope()
     const load = loaders()
     refreshing.value = true
     const round: Promise<void> = (async () => {
@@ -117,6 +123,7 @@ export const useDashboard = defineStore('dashboard', () => {
           down = false
           ;(data as Record<Section, unknown>)[s] = r.value
           loadedFor[s] = key
+          if (s === 'members') membersFor.value = scope
           delete errors[s]
         } else if (r.reason instanceof UnreachableError) {
           // No section answered: the last data stays on screen, and the banner says the server is
@@ -129,6 +136,7 @@ export const useDashboard = defineStore('dashboard', () => {
           down = false
           auth = r.reason.message
           delete loadedFor[s]
+          if (s === 'members') membersFor.value = null
         } else {
           down = false
           errors[s] = r.reason instanceof ApiError ? r.reason.message : String((r.reason as Error)?.message ?? r.reason)
@@ -212,6 +220,16 @@ export const useDashboard = defineStore('dashboard', () => {
   function current<S extends Section>(s: S): DashboardData[S] | null {
     return isLoaded(s) && errors[s] === undefined ? data[s] : null
   }
+  /**
+   * The members list for the range and tenant in force, or null (not loaded for them yet, or its
+   * last load failed): never another tenant's members, offered as if they sent this one's calls.
+   */
+  function currentMembers(): Costs | null {
+    return membersFor.value === membersScope() && errors.members === undefined ? data.members : null
+  }
+  function membersScope(): string {
+    return JSON.stringify([filters.range, filters.tenant])
+  }
   /** True before the first answer of all: show skeletons rather than zeros. */
   const firstLoad = computed(() => lastUpdated.value === null && !unreachable.value)
   /**
@@ -246,7 +264,7 @@ export const useDashboard = defineStore('dashboard', () => {
     return reload()
   }
 
-  return { data, errors, authMessage, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, current, refresh, reload, start, stop, limits, showMore }
+  return { data, errors, authMessage, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, current, currentMembers, refresh, reload, start, stop, limits, showMore }
 })
 
 /** The summary shows no call this month: no spend, no plan usage, no request today. */
