@@ -38,7 +38,9 @@ function alertOf(s: BudgetsOverview['rules'][number], w: Window & { resets_at: s
  * a rule's `alert_at_pct` threshold under 100% above `soft_limit_pct` is crossed between two
  * readings. `subscribe` is told whenever the alerts changed (a level reached or gone).
  */
-export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): BudgetMonitor & { subscribe(fn: () => void): () => void; stop(): void } {
+export function httpBudgets(
+  baseUrl: string, opts: HttpBudgetsOptions = {},
+): BudgetMonitor & { subscribe(fn: () => void): () => void; staleSince(): number | null; stop(): void } {
   const alertListeners = new Set<(a: BudgetAlert) => void>()
   const changeListeners = new Set<() => void>()
   let current: BudgetAlert[] = []
@@ -46,6 +48,9 @@ export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): Bud
   /** Per rule, key and period: the period it was in and the spend last read, and the level last told. */
   let seen = new Map<string, { resets_at: string; spent: number; level: number }>()
   let first = true
+  /** When the budgets were last read, and whether the last request for them went unanswered (an error, no answer). */
+  let readAt: number | null = null
+  let failing = false
   const tell = (a: BudgetAlert) => callEach(alertListeners, a)
   const poller = pollJson(baseUrl, '/api/dashboard/budgets', 2000, opts, (body, status) => {
     // Refused (the server's dashboard token changed): its budget state can no longer be read, so
@@ -58,10 +63,19 @@ export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): Bud
       for (const l of changeListeners) l()
       return
     }
-    // No answer: keep what was last read; the spend source reports an unreachable server.
-    if (body === undefined || body === null || typeof body !== 'object') return
-    const overview = body as BudgetsOverview
-    if (!Array.isArray(overview.rules)) return
+    // No answer, or an error (a 500): keep what was last read (a block may well stand until its
+    // reset), but no longer as current: staleSince() says since when (the spend source reports
+    // an unreachable server or its error).
+    const overview = body as BudgetsOverview | null | undefined
+    if (overview === undefined || overview === null || typeof overview !== 'object' || !Array.isArray(overview.rules)) {
+      if (failing) return
+      failing = true
+      if (current.length > 0) for (const l of changeListeners) l()
+      return
+    }
+    const recovered = failing
+    failing = false
+    readAt = Date.now()
     // The levels, as the server's own monitor computes them (levelOf); rules no key has used yet have none.
     const alerts: BudgetAlert[] = []
     const next = new Map<string, { resets_at: string; spent: number; level: number }>()
@@ -94,7 +108,10 @@ export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): Bud
     first = false
     for (const a of told) tell(a)
     const text = JSON.stringify(alerts)
-    if (text === last) return
+    if (text === last) {
+      if (recovered && current.length > 0) for (const l of changeListeners) l()
+      return
+    }
     last = text
     current = alerts
     for (const l of changeListeners) l()
@@ -106,6 +123,8 @@ export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): Bud
       const now = Date.now()
       return current.some((a) => !(Date.parse(a.resets_at) > now)) ? current.filter((a) => Date.parse(a.resets_at) > now) : current
     },
+    // While the last request for the budgets went unanswered: when the levels shown were read; else null (current, or none shown).
+    staleSince: () => (failing && current.length > 0 ? readAt : null),
     onAlert(listener) {
       alertListeners.add(listener)
       return () => alertListeners.delete(listener)

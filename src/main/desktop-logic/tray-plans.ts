@@ -18,7 +18,7 @@ function dayOf(ms: number, timeZone?: string): string {
  * When a window resets or runs out, in `timeZone` (default: this machine's): `14:20` today,
  * `Fri 14:20` within six days, `5 Dec 14:20` beyond; a 7-day window's reset is rarely today.
  */
-function clock(iso: string, now: number, timeZone?: string): { text: string; today: boolean } {
+export function clock(iso: string, now: number, timeZone?: string): { text: string; today: boolean } {
   const at = Date.parse(iso)
   const time = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', hour12: false, timeZone }).format(new Date(at))
   if (dayOf(at, timeZone) === dayOf(now, timeZone)) return { text: time, today: true }

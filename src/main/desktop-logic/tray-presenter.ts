@@ -6,8 +6,11 @@ import { type TrayView, trayView } from './tray-view'
 
 export interface TrayPresenterOptions {
   spend: SpendSource
-  /** Budget state in this process; null when there is none (no budgets feature, or attached). */
-  budgets: BudgetMonitor | null
+  /**
+   * Budget state (this process's, or an attached server's); null when there is none. `staleSince`:
+   * while its state could not be renewed (the attached server's budgets went unanswered), when it was read.
+   */
+  budgets: (BudgetMonitor & { staleSince?(): number | null }) | null
   /** Plan windows in this process; null or absent when there are none (attached). */
   plans?: PlanSource | null
   platform: NodeJS.Platform
@@ -57,8 +60,10 @@ export class TrayPresenter {
 
   private draw(): void {
     let alerts: readonly BudgetAlert[] = []
+    let budgetsReadAt: number | null = null
     try {
       alerts = this.opts.budgets?.alerts() ?? []
+      budgetsReadAt = this.opts.budgets?.staleSince?.() ?? null
     } catch {
       // budget state is advisory for the tray; spend still shows
     }
@@ -84,7 +89,7 @@ export class TrayPresenter {
     } catch {
       // the count is advisory; the spend still shows
     }
-    const view = trayView({ todayUsd, alerts, platform: this.opts.platform, projectedUsd, plans, refused, errorStatus, unpricedToday })
+    const view = trayView({ todayUsd, alerts, platform: this.opts.platform, projectedUsd, plans, refused, errorStatus, unpricedToday, budgetsReadAt })
     const key = JSON.stringify(view)
     if (key === this.last) return
     this.last = key

@@ -35,6 +35,18 @@ describe('trayView', () => {
     expect(trayView({ todayUsd: 4.12, alerts: [alert({ unpriced_requests: 0 })], platform: 'linux' }).budgetLine).toBe('Warning: sk-dev-* daily $4.12 of $5.00')
   })
 
+  it('says when a budget line it could not renew was read (the server erred or went quiet since), in the zone shown', () => {
+    const now = Date.parse('2026-12-07T15:00:00Z')
+    const stale = trayView({ todayUsd: null, errorStatus: 500, alerts: [alert({ level: 'blocking', spent_usd: 5.5 })], budgetsReadAt: Date.parse('2026-12-07T14:20:00Z'), now, timeZone: 'UTC', platform: 'linux' })
+    expect(stale.budgetLine).toBe('Blocking: sk-dev-* daily $5.50 of $5.00 (last read 14:20)')
+    expect(stale.tooltip.split('\n')).toEqual(['Burnrate: server error (HTTP 500) reading today’s spend', 'Blocking: sk-dev-* daily $5.50 of $5.00 (last read 14:20)'])
+    expect(stale.icon).toBe('blocking')
+    // Read the day before: the day is named.
+    expect(trayView({ todayUsd: null, alerts: [alert()], budgetsReadAt: Date.parse('2026-12-06T23:50:00Z'), now, timeZone: 'UTC', platform: 'linux' }).budgetLine).toBe('Warning: sk-dev-* daily $4.12 of $5.00 (last read Sun 23:50)')
+    // Current: as before.
+    expect(trayView({ todayUsd: 1, alerts: [alert()], budgetsReadAt: null, now, platform: 'linux' }).budgetLine).toBe('Warning: sk-dev-* daily $4.12 of $5.00')
+  })
+
   it('adds the pace to the tooltip when today has spend and the projection is higher', () => {
     expect(trayView({ todayUsd: 2, alerts: [], platform: 'linux', projectedUsd: 7.5 }).tooltip).toBe('Burnrate: $2.00 today\nOn pace for $7.50 by midnight')
     expect(trayView({ todayUsd: 0, alerts: [], platform: 'linux', projectedUsd: 0 }).tooltip).toBe('Burnrate: $0.00 today')

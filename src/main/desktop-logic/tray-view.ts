@@ -3,7 +3,7 @@ import type { PlanAccount } from '../../shared/api'
 import { unpricedMark } from '../../shared/format'
 import { alertRuleId } from './alert-rule'
 import { formatUsd, formatUsdOfLimit } from './money'
-import { planLine, planShort } from './tray-plans'
+import { clock, planLine, planShort } from './tray-plans'
 
 /** What the tray shows; the Electron adapter only copies these strings onto the Tray. */
 export interface TrayView {
@@ -36,6 +36,11 @@ export interface TrayInput {
   /** Of today's calls, those billed per token whose model has no known price (counted as $0 in todayUsd). */
   unpricedToday?: number
   alerts: readonly BudgetAlert[]
+  /**
+   * When `alerts` were read, while they could not be renewed since (the attached server's budgets
+   * answered with an error, or nothing): the budget line says so. Null or absent: they are current.
+   */
+  budgetsReadAt?: number | null
   platform: NodeJS.Platform
   /** Today's spend projected to midnight at the current pace (README: the forecast), when known. */
   projectedUsd?: number | null
@@ -102,12 +107,16 @@ export function serverErrorLine(status: number): string {
   return status >= 500 ? `Burnrate: server error (HTTP ${status}) reading today’s spend` : `Burnrate: the server answered HTTP ${status} to the request for today’s spend`
 }
 
-export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [], now = Date.now(), timeZone, refused = false, errorStatus = null, unpricedToday = 0 }: TrayInput): TrayView {
+export function trayView({
+  todayUsd, alerts, platform, projectedUsd, plans = [], now = Date.now(), timeZone, refused = false, errorStatus = null, unpricedToday = 0, budgetsReadAt = null,
+}: TrayInput): TrayView {
   const unpriced = todayUsd === null ? null : unpricedLine(unpricedToday)
   // With calls of no known price counted as $0, the amount is a lower bound: "$1.20+", never a plain "$0.00".
   const more = unpriced ? '+' : ''
   const amount = todayUsd === null ? '—' : formatUsd(todayUsd) + more
-  const budgetLine = describeAlerts(alerts)
+  // Levels that could not be read again are kept (a block stands until its reset), marked with when they were read.
+  const described = describeAlerts(alerts)
+  const budgetLine = described && budgetsReadAt !== null ? `${described} (last read ${clock(new Date(budgetsReadAt).toISOString(), now, timeZone).text})` : described
   const unread = refused ? TOKEN_REFUSED : errorStatus !== null ? serverErrorLine(errorStatus) : 'Burnrate: server not answering'
   let tooltip = todayUsd === null ? unread : `Burnrate: ${amount} today`
   // The budget line right after the spend: the cut to what Windows shows takes the last lines, and
