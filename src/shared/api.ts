@@ -303,6 +303,12 @@ export interface Summary {
   today_plan_value_usd: number
   month_plan_value_usd: number
   today_requests: number
+  /** Of `today_requests`, the calls billed per token: every one but a subscription plan's (whose money is 0). */
+  today_billed_requests: number
+  /**
+   * Today's spend over `today_billed_requests` (0 when none): what a call billed per token cost on
+   * average. A plan's call costs no money and is not counted; one of no known price counts as $0.
+   */
   avg_cost_per_request_usd: number
   active_sessions: number
   error_rate: number
@@ -394,6 +400,9 @@ export interface Stats {
   avg_latency_ms: number
   p50_latency_ms: number
   p95_latency_ms: number
+  /** Of `total_requests`, the calls billed per token: every one but a subscription plan's (whose money is 0). */
+  billed_requests: number
+  /** The range's spend over `billed_requests` (0 when none); a plan's call is not counted, one of no known price counts as $0. */
   avg_cost_per_request_usd: number
 }
 

@@ -29,7 +29,7 @@ describe('shapes', () => {
     expect(reply.headers['content-type']).toMatch(/^application\/json/)
     expect(Object.keys(body).sort()).toEqual(
       [
-        'active_sessions', 'avg_cost_per_request_usd', 'error_rate', 'month_spend_usd', 'today_requests', 'today_spend_usd',
+        'active_sessions', 'avg_cost_per_request_usd', 'error_rate', 'month_spend_usd', 'today_requests', 'today_billed_requests', 'today_spend_usd',
         'today_plan_value_usd', 'month_plan_value_usd', 'timezone', 'today_unpriced_requests', 'month_unpriced_requests',
       ].sort(),
     )
@@ -130,6 +130,7 @@ describe('shapes', () => {
       avg_latency_ms: (100 + 300 + 200 + 1 + 2) / 5,
       p50_latency_ms: 100,
       p95_latency_ms: 300,
+      billed_requests: 5,
       avg_cost_per_request_usd: 2.25 / 5,
     })
     expect((await api('stats?range=30m')).body.total_requests).toBe(4)

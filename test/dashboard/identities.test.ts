@@ -194,7 +194,7 @@ describe('tenant isolation', () => {
 
   it('an unknown tenant sees nothing, with every list empty', async () => {
     expect(await api('summary?tenant=nobody')).toEqual({
-      today_spend_usd: 0, month_spend_usd: 0, today_requests: 0, avg_cost_per_request_usd: 0, active_sessions: 0, error_rate: 0,
+      today_spend_usd: 0, month_spend_usd: 0, today_requests: 0, today_billed_requests: 0, avg_cost_per_request_usd: 0, active_sessions: 0, error_rate: 0,
       today_plan_value_usd: 0, month_plan_value_usd: 0, today_unpriced_requests: 0, month_unpriced_requests: 0, timezone: TZ,
     })
     expect((await api('costs?tenant=nobody')).rows).toEqual([])

@@ -62,11 +62,11 @@ describe.skipIf(NO_BROWSER !== null)("the summary cards' periods", { timeout: 12
   it("name it on the other figures of the server's day and month too", async () => {
     expect(await others('America/New_York')).toEqual([
       'calls recorded since midnight, Asia/Tokyo time',
-      'today, Asia/Tokyo time',
+      '0 billed calls today, Asia/Tokyo time',
       'failed calls today, Asia/Tokyo time',
       'Today, Asia/Tokyo time',
       'This month, Asia/Tokyo time',
     ])
-    expect(await others('Asia/Tokyo')).toEqual(['calls recorded', 'today', 'failed calls today', 'Today', 'This month'])
+    expect(await others('Asia/Tokyo')).toEqual(['calls recorded', '0 billed calls today', 'failed calls today', 'Today', 'This month'])
   })
 })

@@ -1,5 +1,6 @@
 import type { Range, Stats } from '../../shared/api'
 import type { DashDeps } from './deps'
+import { billed, planCallsIn } from './plan-counts'
 import { BINS, binOf, decodeInto, exactPercentile, histogramPercentile } from './histogram'
 import { TIERS } from './rollup/schema'
 import { andTenant } from './sql'
@@ -49,6 +50,8 @@ export async function stats(d: DashDeps, range: Range, tenant: string | null, no
     p50 = histogramPercentile(h, timed, 0.5)
     p95 = histogramPercentile(h, timed, 0.95)
   }
+  // The average cost is over the calls billed per token: a plan's call costs no money (./plan-counts.ts).
+  const billedCalls = n > 0 ? billed(n, await planCallsIn(d.q, w, tenant)) : 0
   return {
     total_requests: n,
     errors_429: t.errors_429,
@@ -57,6 +60,7 @@ export async function stats(d: DashDeps, range: Range, tenant: string | null, no
     avg_latency_ms: timed > 0 ? t.latency_ms / timed : 0,
     p50_latency_ms: p50,
     p95_latency_ms: p95,
-    avg_cost_per_request_usd: n > 0 ? t.cost_usd / n : 0,
+    billed_requests: billedCalls,
+    avg_cost_per_request_usd: billedCalls > 0 ? t.cost_usd / billedCalls : 0,
   }
 }

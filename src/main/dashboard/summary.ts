@@ -1,6 +1,7 @@
 import type { Summary } from '../../shared/api'
 import { startOfDay, startOfMonth, startOfNextDay, startOfNextMonth } from '../time/zone'
 import { ACTIVE_MS, type DashDeps } from './deps'
+import { billed, planCallsIn } from './plan-counts'
 import { WITH_REQUESTS } from './sessions'
 import { andTenant } from './sql'
 import { windowTotals } from './totals'
@@ -27,13 +28,16 @@ export async function summary(d: DashDeps, tenant: string | null, now: number): 
   // Calls of no known price, counted as $0 in the spend: read from the calls (./unpriced-counts.ts).
   const todayUnpriced = await unpricedIn(d.q, day, tenant)
   const monthUnpriced = await unpricedIn(d.q, monthWindow, tenant)
+  // The average cost is over the calls billed per token: a plan's call costs no money (./plan-counts.ts).
+  const todayBilled = billed(today.requests, await planCallsIn(d.q, day, tenant))
   return {
     today_spend_usd: today.cost_usd,
     month_spend_usd: month.cost_usd,
     today_plan_value_usd: today.plan_value_usd,
     month_plan_value_usd: month.plan_value_usd,
     today_requests: today.requests,
-    avg_cost_per_request_usd: today.requests > 0 ? today.cost_usd / today.requests : 0,
+    today_billed_requests: todayBilled,
+    avg_cost_per_request_usd: todayBilled > 0 ? today.cost_usd / todayBilled : 0,
     active_sessions: active,
     error_rate: today.requests > 0 ? today.failed / today.requests : 0,
     timezone: d.tz,

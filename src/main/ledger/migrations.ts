@@ -5,6 +5,7 @@ import { createReportMonths, repairSkippedMidnights } from '../dashboard/rollup/
 import { createRollupTables } from '../dashboard/rollup/schema'
 import { backfillDimRollups, backfillProjectRollups, repairDimMoney } from '../dashboard/rollup/backfill'
 import { RollupWriter, hasColumn } from '../dashboard/rollup/writer'
+import { PLAN_CALLS_INDEX } from '../dashboard/plan-counts'
 import { UNPRICED_SPEND_INDEX } from '../dashboard/unpriced-counts'
 
 /**
@@ -377,6 +378,11 @@ export const MIGRATIONS: Migration[] = [
     version: 31,
     description: 'the calls of no known price the dashboard\'s spend figures count as $0 (unpriced_requests), by time: read without reading the window\'s other calls',
     up: (db) => db.exec(UNPRICED_SPEND_INDEX),
+  },
+  {
+    version: 32,
+    description: 'the calls of a subscription plan by time: the dashboard\'s average cost per call is over the others (billed per token), counted without reading them',
+    up: (db) => db.exec(PLAN_CALLS_INDEX),
   },
 ]
 

@@ -1,3 +1,4 @@
+import { PLAN_CALLS_INDEX } from '../dashboard/plan-counts'
 import { UNPRICED_SPEND_INDEX } from '../dashboard/unpriced-counts'
 import type { SqlStore } from './sql'
 
@@ -415,6 +416,11 @@ export const PG_MIGRATIONS: PgMigration[] = [
     description: 'an alert claim names the claim that holds it (a token each claim won writes): an instance lets go only its own, not one another instance has won since',
     // Nullable with no default: a catalog change only. Rows claimed before it hold none, and no instance lets them go.
     sql: 'ALTER TABLE alert_claims ADD COLUMN IF NOT EXISTS owner TEXT',
+  },
+  {
+    version: 23,
+    description: 'the calls of a subscription plan by time (SQLite version 32): the dashboard\'s average cost per call is over the others, counted without reading them',
+    sql: [PLAN_CALLS_INDEX],
   },
 ]
 

@@ -50,6 +50,17 @@ describe('SummaryCards', () => {
     expect(v('card-errors')).toBe('1.2%')
     expect(w.get('[data-testid="card-month"] .money').attributes('title')).toContain('$1,234.50')
   })
+  it("says the average is over the calls billed per token, a plan's calls not counted, and shows none when every call was a plan's", () => {
+    const w = mount(SummaryCards, { props: { summary: summary({ today_requests: 9, today_billed_requests: 1, avg_cost_per_request_usd: 0.9, today_unpriced_requests: 0 }), loading: false } })
+    const card = w.get('[data-testid="card-avg"]')
+    expect(card.get('h3').text()).toBe('Avg cost / billed call')
+    expect(card.get('.value').text()).toBe('$0.90')
+    expect(card.get('[data-testid="avg-over"]').text()).toMatch(/^1 billed call today/)
+    expect(card.attributes('title')).toContain('8 subscription plan calls are not counted')
+    const plans = mount(SummaryCards, { props: { summary: summary({ today_requests: 4, today_billed_requests: 0, avg_cost_per_request_usd: 0 }), loading: false } })
+    expect(plans.get('[data-testid="card-avg"] .value').text()).toBe('—')
+    expect(plans.get('[data-testid="avg-over"]').text()).toMatch(/^0 billed calls today/)
+  })
   it('shows skeletons before the first answer, not zeros', () => {
     const w = mount(SummaryCards, { props: { summary: null, loading: true } })
     expect(w.findAll('.skeleton')).toHaveLength(6)

@@ -6,6 +6,7 @@ export const summary = (over: Partial<Summary> = {}): Summary => ({
   today_plan_value_usd: 0,
   month_plan_value_usd: 0,
   today_requests: 1520,
+  today_billed_requests: 1520,
   avg_cost_per_request_usd: 0.0081210526,
   active_sessions: 3,
   error_rate: 0.0123,
@@ -82,6 +83,7 @@ export const stats = (): Stats => ({
   avg_latency_ms: 1234,
   p50_latency_ms: 800,
   p95_latency_ms: 4200,
+  billed_requests: 100,
   avg_cost_per_request_usd: 0.01,
 })
 
