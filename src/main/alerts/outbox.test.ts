@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -61,5 +62,21 @@ describe('alerts kept for the next start', () => {
     o.keep([{ id: 'd3', target: HOOK, payload: window }], at)
     // Made 6 hours ago: stale too.
     expect(o.take([HOOK], T + 6 * 3600_000)).toEqual([])
+  })
+})
+
+describe('the webhook an alert is kept for', () => {
+  it('is the one a start configures with another fragment (never sent, and alert claims leave it out), and a row kept by the last build still matches', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-outbox-'))
+    dirs.push(dir)
+    const db = openDatabase(join(dir, 'burnrate.db'))
+    const o = new AlertOutbox(db)
+    const daily = testPayload('alert_daily', T)
+    o.keep([{ id: 'd1', target: { ...HOOK, url: `${HOOK.url}#team-a` }, payload: daily }], T)
+    expect(o.take([{ ...HOOK, url: `${HOOK.url}#team-b` }], T + 1).map((u) => u.payload.id)).toEqual(['alert_daily'])
+    // As the last build kept it: the address with its fragment, hashed.
+    const lastBuilds = createHash('sha256').update(`json ${HOOK.url}#team-a`).digest('hex')
+    db.prepare('INSERT INTO alert_outbox (id, target, body, until) VALUES (?, ?, ?, ?)').run('d2', lastBuilds, JSON.stringify(daily), T + 86_400_000)
+    expect(o.take([{ ...HOOK, url: `${HOOK.url}#team-a` }], T + 1).map((u) => u.payload.id)).toEqual(['alert_daily'])
   })
 })

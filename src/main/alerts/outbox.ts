@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import type { OutboundAlert } from './payload'
-import { webhookEndpoint } from './webhook-url'
+import { webhookDestination, webhookEndpoint } from './webhook-url'
 import type { WebhookTarget } from './webhooks'
 
 /** How long an alert other than a calendar period's threshold is kept for the next start (a runaway agent's). */
@@ -17,14 +17,16 @@ export interface Unsent {
 const hashed = (format: string, url: string) => createHash('sha256').update(`${format} ${url}`).digest('hex')
 
 /**
- * A webhook as it is kept: its format and the address it is POSTed to, without the user name and
- * password it may carry, hashed (Slack's paths are secrets). Kept by the URL's text as configured,
- * an alert was dropped by a start whose config spelled the webhook otherwise (`HTTP://`, a default
- * port) or gave it a new password (the one it had just been refusing, 401).
+ * A webhook as it is kept: its format and where it is POSTed (webhookDestination, as alert claims
+ * name it: without the user name and password it may carry, or a fragment, never sent), hashed
+ * (Slack's paths are secrets). Kept by the URL's text as configured, an alert was dropped by a
+ * start whose config spelled the webhook otherwise (`HTTP://`, a default port) or gave it a new
+ * password (the one it had just been refusing, 401); kept with its fragment, by one that gave it
+ * another fragment or none.
  */
-const targetId = (t: WebhookTarget) => hashed(t.format, webhookEndpoint(t.url))
-/** As builds before this one kept it (the URL's text): a row they left is still sent. */
-const legacyTargetId = (t: WebhookTarget) => hashed(t.format, t.url)
+const targetId = (t: WebhookTarget) => hashed(t.format, webhookDestination(t.url))
+/** As earlier builds kept it (the URL's text; then the URL without credentials, fragment kept): a row they left is still sent. */
+const legacyTargetIds = (t: WebhookTarget) => [hashed(t.format, t.url), hashed(t.format, webhookEndpoint(t.url))]
 
 /**
  * Until when an alert is worth sending: a calendar period's threshold until its period resets, a
@@ -75,7 +77,7 @@ export class AlertOutbox {
 
   /** The alerts kept for the webhooks of `targets`, taken out of the outbox (those of other webhooks, or too old, go too: all of them when `targets` is empty). */
   take(targets: readonly WebhookTarget[], now = Date.now()): { target: WebhookTarget; payload: OutboundAlert }[] {
-    const byId = new Map([...targets.map((t) => [legacyTargetId(t), t] as const), ...targets.map((t) => [targetId(t), t] as const)])
+    const byId = new Map([...targets.flatMap((t) => legacyTargetIds(t).map((id) => [id, t] as const)), ...targets.map((t) => [targetId(t), t] as const)])
     return this.db.transaction(() => {
       const rows = this.db.prepare('SELECT target, body, until FROM alert_outbox').all() as { target: string; body: string; until: number }[]
       // Every row goes, those of webhooks no longer configured (none: all removed) and stale ones too;

@@ -12,8 +12,9 @@ export function redactUrl(url: string): string {
 }
 
 /**
- * A webhook's address without the user name and password it may carry (they go as a header): the
- * same webhook after its password is changed in the config.
+ * A webhook's address without the user name and password it may carry, its fragment kept: how
+ * builds before webhookDestination named an alert kept for the next start (./outbox.ts reads
+ * their rows).
  */
 export function webhookEndpoint(url: string): string {
   try {
