@@ -7,7 +7,7 @@ import { webhookDestination } from './webhook-url'
 import type { WebhookTarget } from './webhooks'
 
 /** A rolling window's threshold may be announced again this long after its last claim (its spend fell back under it meanwhile). */
-const REARM_MINUTES = 10
+export const REARM_MINUTES = 10
 /** Claims older than this are deleted (the longest calendar period is a month). */
 const KEEP_DAYS = 45
 

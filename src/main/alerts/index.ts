@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { budgetsOf } from '../budgets'
 import type { ThresholdEvent } from '../budgets/announcer'
-import { AlertClaims, type HeldClaim } from './claims'
+import { AlertClaims, claimId, type HeldClaim } from './claims'
 import type { Feature, ServerContext } from '../server/context'
 import { AlertOutbox, type Unsent } from './outbox'
 import { type OutboundAlert, runawayPayload, testPayload, thresholdAlertId, thresholdPayload } from './payload'
 import { type Delivery, type WebhookTarget, WebhookSender } from './webhooks'
+import { SentHere } from './sent-here'
 
 export interface Alerts {
   webhooks: WebhookSender
@@ -73,12 +74,22 @@ export function alertsOf(ctx: ServerContext): Alerts {
   // Claimed at once, sent in the order they were announced: sent as each claim answered, a slower
   // claim of a call's 50% (a connection being opened) put its "limit reached" first at the webhook.
   let previous: Promise<unknown> = Promise.resolve()
+  // Noted as claimed, forgotten if the claim is lost: a crossing found again that this instance
+  // sent (a read that missed the call, ./sent-here.ts) is not claimed again.
+  const sentHere = new SentHere()
   const claimed = (c: AlertClaims, e: ThresholdEvent) => {
-    const asked = Promise.all(webhooks.webhooks.map((w) => c.claim(e, w)))
+    const targets = e.restored ? webhooks.webhooks.filter((w) => !sentHere.covers(claimId(e, w), e)) : webhooks.webhooks
+    if (targets.length === 0) return
+    const ids = targets.map((w) => claimId(e, w))
+    for (const id of ids) sentHere.note(id, e)
+    const asked = Promise.all(targets.map((w) => c.claim(e, w)))
     const p: Promise<void> = previous
       .then(() => asked)
       .then((results) => {
-        const mine = webhooks.webhooks.filter((_, i) => results[i].result !== 'lost')
+        results.forEach((r, i) => {
+          if (r.result === 'lost') sentHere.forget(ids[i])
+        })
+        const mine = targets.filter((_, i) => results[i].result !== 'lost')
         // Each of `mine`'s: the claim won, or null (sent unasked).
         const held = results.flatMap((r) => (r.result === 'won' ? [r.held] : r.result === 'unasked' ? [null] : []))
         if (mine.length === 0) return
