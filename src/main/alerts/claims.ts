@@ -13,13 +13,21 @@ const KEEP_DAYS = 45
 
 export type ClaimResult = 'won' | 'lost' | 'unasked'
 
-/** A claim this instance won: its row's id and the token it wrote there, which a later claim won (here or by another instance) replaces. */
+/**
+ * A claim this instance won: its row's id (and the old builds' name of it, when they name it
+ * otherwise: `legacyClaimId`) and the token it wrote there, which a later claim won (here or by
+ * another instance) replaces.
+ */
 export interface HeldClaim {
   id: string
+  legacy?: string
   token: string
 }
 
 export type Claim = { result: 'won'; held: HeldClaim } | { result: Exclude<ClaimResult, 'won'> }
+
+/** Thrown to roll back a claim whose old builds' name another instance holds (`legacyClaimId`). */
+const LOST_TO_OLD_BUILD = new Error('claimed under the old builds\' name')
 
 /** `@rearm_s`: how long ago (seconds) the last claim must have been for this one to win again; null: never. */
 const CLAIM_SQL = `INSERT INTO alert_claims (id, owner) VALUES (@id, @owner)
@@ -47,10 +55,24 @@ export class AlertClaims {
    * is sent all the same, but the row, if any, is not this instance's to let go.
    */
   async claim(e: ThresholdEvent, webhook: WebhookTarget): Promise<Claim> {
-    const held = { id: claimId(e, webhook), token: randomUUID() }
+    const id = claimId(e, webhook)
+    const legacy = legacyClaimId(e, webhook)
+    const held: HeldClaim = legacy === id ? { id, token: randomUUID() } : { id, legacy, token: randomUUID() }
+    const params = { owner: held.token, rearm_s: rearmSeconds(e) }
     try {
       await ensurePostgresSchema(this.store)
-      const won = (await this.store.all(CLAIM_SQL, { id: held.id, owner: held.token, rearm_s: rearmSeconds(e) })).length > 0
+      // Both names in one transaction, this build's first (as every instance of it takes them: one
+      // waits for the other's, and loses): won only if both are, else neither row is written.
+      const won = held.legacy === undefined
+        ? (await this.store.all(CLAIM_SQL, { id, ...params })).length > 0
+        : await this.store.transaction(async (tx) => {
+          if ((await tx.all(CLAIM_SQL, { id, ...params })).length === 0) return false
+          if ((await tx.all(CLAIM_SQL, { id: held.legacy, ...params })).length > 0) return true
+          throw LOST_TO_OLD_BUILD
+        }).catch((err: unknown) => {
+          if (err === LOST_TO_OLD_BUILD) return false
+          throw err
+        })
       this.cleanup()
       return won ? { result: 'won', held } : { result: 'lost' }
     } catch {
@@ -70,7 +92,9 @@ export class AlertClaims {
    * by its id alone, it was deleted, and the next start to read the crossing back sent it again.
    */
   async release(claims: readonly HeldClaim[]): Promise<void> {
-    for (const c of claims) await this.store.run('DELETE FROM alert_claims WHERE id = @id AND owner = @token', { id: c.id, token: c.token }).catch(() => {})
+    for (const c of claims) {
+      for (const id of [c.id, ...(c.legacy ? [c.legacy] : [])]) await this.store.run('DELETE FROM alert_claims WHERE id = @id AND owner = @token', { id, token: c.token }).catch(() => {})
+    }
   }
 
   private cleanup(): void {
@@ -108,4 +132,23 @@ function rearmSeconds(e: ThresholdEvent, now = Date.now()): number | null {
  */
 export function claimId(e: ThresholdEvent, webhook: WebhookTarget): string {
   return createHash('sha256').update(`${crossingKey(e.rule, e.key.hash, e.state, e.pct)}\n${webhook.format} ${webhookDestination(webhook.url)}`).digest('hex')
+}
+
+/**
+ * The id builds before this naming (33f1877f) gave the same claim: the webhook's URL as an HTTP
+ * client reads it, user name, password and fragment in. For a webhook with none it is `claimId`.
+ * During a rolling upgrade an old build claims only that one: a claim takes both, and wins only if
+ * both are free, so an old build's claim stops this one's and this one's stops theirs (builds
+ * before this one took only their own, and a webhook behind basic auth got the alert from both
+ * builds). An old build whose config holds another password names it otherwise still: that is the
+ * two-passwords case this naming fixes, and it ends with the upgrade.
+ */
+export function legacyClaimId(e: ThresholdEvent, webhook: WebhookTarget): string {
+  let href = webhook.url
+  try {
+    href = new URL(webhook.url).href
+  } catch {
+    // as the old builds took it
+  }
+  return createHash('sha256').update(`${crossingKey(e.rule, e.key.hash, e.state, e.pct)}\n${webhook.format} ${href}`).digest('hex')
 }
