@@ -97,6 +97,31 @@ export class AlertClaims {
     }
   }
 
+  /**
+   * Marks claims whose alert is done with (delivered; or failed after the webhook may have taken
+   * it, so not let go): instances standing by for them (./handover.ts) stop. Their rows stay (the
+   * crossing was sent), held by no instance, as a row claimed before claims had owners is.
+   */
+  async settle(claims: readonly HeldClaim[]): Promise<void> {
+    for (const c of claims) {
+      for (const id of [c.id, ...(c.legacy ? [c.legacy] : [])]) await this.store.run('UPDATE alert_claims SET owner = NULL WHERE id = @id AND owner = @token', { id, token: c.token }).catch(() => {})
+    }
+  }
+
+  /**
+   * Where a claim another instance won stands (./handover.ts): `free`, let go (its delivery failed,
+   * the webhook never took it; or a shutdown); `done`, its alert done with (`settle`), or claimed
+   * longer ago than a delivery can take (`waitMs`: sent, or its instance killed and its own next
+   * start sends it); `held`, its delivery under way. Throws when the database cannot be asked.
+   */
+  async standing(id: string, waitMs: number): Promise<'free' | 'done' | 'held'> {
+    const row = await this.store.get<{ done: boolean }>(
+      "SELECT (owner IS NULL OR claimed_at < now() - @wait_s::float8 * interval '1 second') AS done FROM alert_claims WHERE id = @id",
+      { id, wait_s: waitMs / 1000 },
+    )
+    return !row ? 'free' : row.done ? 'done' : 'held'
+  }
+
   private cleanup(): void {
     const now = Date.now()
     if (now - this.lastCleanup < 3600_000) return

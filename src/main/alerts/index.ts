@@ -7,6 +7,7 @@ import { AlertOutbox, type Unsent } from './outbox'
 import { type OutboundAlert, runawayPayload, testPayload, thresholdAlertId, thresholdPayload } from './payload'
 import { type Delivery, type WebhookTarget, WebhookSender } from './webhooks'
 import { SentHere } from './sent-here'
+import { ClaimStandby, deliveryMs } from './handover'
 
 export interface Alerts {
   webhooks: WebhookSender
@@ -38,6 +39,14 @@ export function alertsOf(ctx: ServerContext): Alerts {
   }
   const onSettled = (d: Delivery) => {
     if (made.delete(d)) forget([d.id])
+    const held = claimOf.get(d)
+    if (!held || !claims) return
+    // Failed with the webhook never having taken it (a stale password's 401, a 5xx, no connection):
+    // let go, for an instance standing by (./handover.ts) to send with its settings. Otherwise
+    // settled: those standing by stop (delivered, or it may have been: never sent twice).
+    const ended = d.status === 'failed' && !webhooks.mayHaveReached(d) ? claims.release([held]) : claims.settle([held])
+    claiming.add(ended)
+    void ended.finally(() => claiming.delete(ended))
   }
   const webhooks = new WebhookSender(c.webhooks, { retries: c.retries, backoffMs: c.backoff_ms, timeoutMs: c.timeout_ms, egress: ctx.egress, onSettled })
   const { engine, runaway } = budgetsOf(ctx)
@@ -77,8 +86,11 @@ export function alertsOf(ctx: ServerContext): Alerts {
   // Noted as claimed, forgotten if the claim is lost: a crossing found again that this instance
   // sent (a read that missed the call, ./sent-here.ts) is not claimed again.
   const sentHere = new SentHere()
-  const claimed = (c: AlertClaims, e: ThresholdEvent) => {
-    const targets = e.restored ? webhooks.webhooks.filter((w) => !sentHere.covers(claimId(e, w), e)) : webhooks.webhooks
+  // Claims lost for one of this instance's webhooks: stood by for until the winner's delivery ends,
+  // and claimed again if the winner lets it go (its delivery failed); not stood by for again then.
+  const standby = claims ? new ClaimStandby(claims, deliveryMs({ retries: c.retries, backoffMs: c.backoff_ms, timeoutMs: c.timeout_ms }), (e, w) => claimed(claims, e, [w], false)) : null
+  const claimed = (c: AlertClaims, e: ThresholdEvent, only: readonly WebhookTarget[] = webhooks.webhooks, standBy = true) => {
+    const targets = e.restored ? only.filter((w) => !sentHere.covers(claimId(e, w), e)) : only
     if (targets.length === 0) return
     const ids = targets.map((w) => claimId(e, w))
     for (const id of ids) sentHere.note(id, e)
@@ -87,7 +99,9 @@ export function alertsOf(ctx: ServerContext): Alerts {
       .then(() => asked)
       .then((results) => {
         results.forEach((r, i) => {
-          if (r.result === 'lost') sentHere.forget(ids[i])
+          if (r.result !== 'lost') return
+          sentHere.forget(ids[i])
+          if (standBy) standby?.add(ids[i], e, targets[i])
         })
         const mine = targets.filter((_, i) => results[i].result !== 'lost')
         // Each of `mine`'s: the claim won, or null (sent unasked).
@@ -111,6 +125,7 @@ export function alertsOf(ctx: ServerContext): Alerts {
   if (claims && webhooks.webhooks.length > 0) ctx.onClose(engine.onRestored((e) => claimed(claims, e)))
   ctx.onClose(runaway.onEvent((e) => void post(runawayPayload(e, `alert_${randomUUID()}`))))
   ctx.onClose(async () => {
+    standby?.close()
     const dropped = await webhooks.close()
     // Those not sent stay for the next start, but those whose claim is let go below (another
     // instance, or the next start, claims and sends them) and those sent unasked (the next start

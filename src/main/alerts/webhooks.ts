@@ -85,6 +85,8 @@ export class WebhookSender {
   private readonly queued = new Set<Delivery>()
   /** Per webhook URL: when the first attempt of the last delivery made for it has ended. */
   private readonly lastFirst = new Map<string, Promise<void>>()
+  /** Deliveries an attempt of which failed with no answer after it may have been sent (`mayHaveReached`). */
+  private readonly unanswered = new WeakSet<Delivery>()
   private closed = false
   /** Aborted CLOSE_WAIT_MS into close(): cuts the attempts still under way. */
   private readonly cut = new AbortController()
@@ -133,6 +135,16 @@ export class WebhookSender {
       return d
     })
     return { deliveries, firstAttempts: Promise.allSettled(first) }
+  }
+
+  /**
+   * Whether the webhook may have taken `d` though it is not `delivered`: an attempt failed with no
+   * answer (a timeout, a connection cut) after its request may have gone. Not when every attempt
+   * was refused with a status, or failed before a connection was made (refused, no such host, no
+   * route, a certificate not trusted): then the webhook has not got it.
+   */
+  mayHaveReached(d: Delivery): boolean {
+    return d.status === 'delivered' || this.unanswered.has(d)
   }
 
   /** The delivery log, newest first. */
@@ -184,6 +196,7 @@ export class WebhookSender {
     } catch (err) {
       d.last_status = null
       d.last_error = (err as Error)?.message ?? String(err)
+      if (!notConnected(err)) this.unanswered.add(d)
     }
     d.updated_at = new Date().toISOString()
     if (d.last_error === null) {
@@ -251,4 +264,20 @@ export class WebhookSender {
 
 function oneHeader(v: string | string[] | undefined): string | null {
   return Array.isArray(v) ? (v[0] ?? null) : (v ?? null)
+}
+
+/** Errors of a connection never made (undici's, and the system's under them): the request was not sent. */
+const NOT_CONNECTED = new Set([
+  'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'ERR_TLS_CERT_ALTNAME_INVALID',
+])
+
+/** Whether a failed attempt's error says no connection was made (./webhooks.ts `mayHaveReached`). */
+function notConnected(err: unknown): boolean {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === 'string' && NOT_CONNECTED.has(code)) return true
+  }
+  return false
 }
