@@ -49,6 +49,28 @@ describe('expected cost', () => {
     expect(expectedUsd(pricer, h, ctx(100))).toBeCloseTo(price(promptTokenBound(3000), 100), 15)
   })
 
+  it('the window\'s 95th percentile follows each value in and out when most values repeat (one leaving as the same one comes)', () => {
+    const h = new CallHistory()
+    for (let i = 0; i < 100; i++) h.learn('openai', MODEL, 0, null, null)
+    for (let i = 0; i < 5; i++) h.learn('openai', MODEL, 1, null, null)
+    expect(h.output('openai', MODEL)).toBe(0) // 95 zeros, 5 ones
+    h.learn('openai', MODEL, 1, null, null)
+    expect(h.output('openai', MODEL)).toBe(1) // 94 zeros, 6 ones
+    for (let i = 0; i < 94; i++) h.learn('openai', MODEL, 0, null, null) // zeros replacing zeros
+    expect(h.output('openai', MODEL)).toBe(1)
+    h.learn('openai', MODEL, 0, null, null) // the first 1 leaves
+    expect(h.output('openai', MODEL)).toBe(0)
+    // About one value in 20 is a 1: the 95th percentile turns on how many of the last 100 are.
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 19 }).map((x) => (x === 0 ? 1 : 0)), { minLength: 100, maxLength: 400 }), (outputs) => {
+        const w = new CallHistory()
+        for (const o of outputs) w.learn('openai', MODEL, o, null, null)
+        const last = outputs.slice(-100).sort((a, b) => a - b)
+        expect(w.output('openai', MODEL)).toBe(last[94])
+      }),
+    )
+  })
+
   it('then: the 95th percentile of recent output tokens (capped by max_tokens) and of prompt cost per byte', () => {
     const h = new CallHistory()
     // 100 calls: outputs 1..100 tokens; the p95 is 95. Prompt cost per byte 1e-9 … 100e-9.

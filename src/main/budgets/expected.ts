@@ -81,7 +81,14 @@ class Samples {
     const sorted = this.sorted
     let n = this.n
     if (n === SAMPLES) {
-      const r = lowerBound(sorted, n, this.values[this.next])
+      const gone = this.values[this.next]
+      // The value leaving is the one coming (a fee of 0, the same output again): the sorted
+      // window holds the same values, so only the ring moves on.
+      if (gone === v) {
+        this.next = (this.next + 1) % SAMPLES
+        return
+      }
+      const r = lowerBound(sorted, n, gone)
       sorted.copyWithin(r, r + 1, n)
       n--
     }
