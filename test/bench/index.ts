@@ -7,6 +7,8 @@
  * one PostgreSQL against one on SQLite, under a block rule) and `startup` (time to a healthy
  * headless server, memory at rest and after load) and `alloc` (JS heap bytes allocated per proxied
  * call against the bare proxies, and where Burnrate's come from). No argument runs them all.
+ * `cpuprofile` (Burnrate's event loop CPU per proxied call, function by function, against the bare
+ * undici pass-through) runs only when named.
  */
 // First: everything below, and every process it starts, runs with a temp home (./home.ts).
 import './home'
@@ -38,6 +40,11 @@ if (all || modes.includes('cardinality')) {
 if (all || modes.includes('postgres')) {
   const { runPostgresBench } = await import('./postgres')
   await runPostgresBench()
+}
+
+if (modes.includes('cpuprofile')) {
+  const { runCpuProfileBench } = await import('./cpuprofile')
+  await runCpuProfileBench()
 }
 
 // Every bench's figures beside their baselines and goals, in one table.
