@@ -31,7 +31,7 @@ export class TrayPresenter {
   private readonly offs: (() => void)[] = []
   private last = ''
   private tick: unknown = null
-  /** A redraw at the earliest shown budget level's reset, so the level goes then, not at the next refresh. */
+  /** A redraw at the earliest budget level's or plan window's reset, so it goes then, not at the next refresh. */
   private resetTick: unknown = null
   private readonly timers: Timers
   view: TrayView | null = null
@@ -67,7 +67,6 @@ export class TrayPresenter {
     } catch {
       // budget state is advisory for the tray; spend still shows
     }
-    this.redrawAtReset(alerts)
     const todayUsd = this.opts.spend.today()
     let projectedUsd: number | null = null
     try {
@@ -81,6 +80,7 @@ export class TrayPresenter {
     } catch {
       // plan state is advisory for the tray
     }
+    this.redrawAtReset(alerts, plans)
     const refused = todayUsd === null && (this.opts.spend.refused?.() ?? false)
     const errorStatus = todayUsd === null ? (this.opts.spend.errorStatus?.() ?? null) : null
     let unpricedToday = 0
@@ -97,15 +97,22 @@ export class TrayPresenter {
     this.opts.render(view)
   }
 
-  private redrawAtReset(alerts: readonly BudgetAlert[]): void {
+  /**
+   * Schedules a redraw at the earliest reset ahead among the budget levels and plan windows, when
+   * it comes before the next refresh: the tracker speaks only when an answer is read, so a plan
+   * window at 97% that resets at 14:20 read "5h 97% · resets 14:20" past 14:20 until then.
+   */
+  private redrawAtReset(alerts: readonly BudgetAlert[], plans: ReturnType<PlanSource['list']>): void {
     if (this.resetTick !== null) this.timers.clearTimeout(this.resetTick)
     this.resetTick = null
     const now = Date.now()
     let next = Infinity
-    for (const a of alerts) {
-      const t = Date.parse(a.resets_at)
+    const consider = (iso: string | null) => {
+      const t = iso === null ? NaN : Date.parse(iso)
       if (t > now && t < next) next = t
     }
+    for (const a of alerts) consider(a.resets_at)
+    for (const account of plans) for (const w of account.windows) consider(w.resets_at)
     if (next - now < (this.opts.refreshMs ?? 30_000)) this.resetTick = this.timers.setTimeout(() => this.throttle.request(), next - now + 1)
   }
 
