@@ -39,4 +39,18 @@ describe('PlansPanel', () => {
     expect(shown()).toEqual(['55%', '80%', '20%'])
     expect(warn.mock.calls.map((c) => String(c[0])).filter((m) => /Duplicate keys/i.test(m))).toEqual([])
   })
+
+  it('names each account as people know its provider: Gemini Code Assist, a Groq key, not their ids', async () => {
+    const accounts = [
+      { ...account('aaaaaaaaaaaaaaaa', 0.3, 'my-…proj'), provider: 'code-assist', windows: [{ ...account('a', 0.3).windows[0], name: 'gemini-2.5-pro', window_minutes: null }] },
+      { ...account('bbbbbbbbbbbbbbbb', 0.1, 'gsk_…abcd'), provider: 'groq', billing: 'api' as const },
+      account('cccccccccccccccc', 0.5),
+    ]
+    fakeServer({ 'GET /api/dashboard/plans': () => ({ body: { accounts } }) })
+    const w = mount(PlansPanel)
+    await flush()
+    await nextTick()
+    const heads = w.findAll('[data-testid="plan-account"] h3').map((h) => h.text())
+    expect(heads).toEqual(['Gemini Code Assist my-…projplan', 'Groq gsk_…abcdAPI key limits', 'ChatGPT (Codex) eyJ…wwwwplan'])
+  })
 })
