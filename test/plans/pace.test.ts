@@ -30,10 +30,10 @@ afterAll(async () => {
   await upstream.close()
 })
 
-function call(u: number) {
+function call(u: number, token = 'sk-ant-oat01-pace-plan-token-aaaa') {
   utilization = u
   return postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [], metadata: { user_id: '' } }, {
-    authorization: 'Bearer sk-ant-oat01-pace-plan-token-aaaa',
+    authorization: `Bearer ${token}`,
     'anthropic-version': '2023-06-01',
   })
 }
@@ -56,5 +56,26 @@ describe('the pace of a plan window after its calls stop', () => {
     expect(w.utilization).toBe(0.6)
     expect(w.projected_exhausted_at).not.toBeNull()
     expect(Date.parse(w.projected_exhausted_at)).toBeGreaterThanOrEqual(asked)
+  })
+})
+
+// Vendors report a window's use in coarse steps (Claude to the hundredth, Codex in whole percent),
+// and a busy agent's calls read the same step many times. The pace kept only the last 32 readings,
+// so once more than 32 calls had read one step, the line through them was flat: "on pace for 30%"
+// of a window that had risen from 20% within the period and was still rising. The line runs from
+// the period's first reading, as it says, however many readings came since.
+describe('the pace of a plan window read by many calls at one step', () => {
+  it('still runs from the period\'s first reading after more than 32 readings', async () => {
+    const token = 'sk-ant-oat01-pace-plan-token-bbbb'
+    expect((await call(0.2, token)).status).toBe(200)
+    await sleep(300)
+    for (let i = 0; i < 40; i++) expect((await call(0.3, token)).status).toBe(200)
+    const accounts = (await request(`${t.url}/api/dashboard/plans`)).json().accounts
+    const w = accounts.find((a: any) => a.account_hint === 'sk-…bbbb').windows[0]
+    expect(w.utilization).toBe(0.3)
+    // +10% in a second or so: at that pace the window runs out long before its reset, 3 hours away.
+    expect(w.projected_exhausted_at).not.toBeNull()
+    expect(Date.parse(w.projected_exhausted_at)).toBeLessThan(RESET * 1000)
+    expect(w.projected_at_reset).toBe(1)
   })
 })

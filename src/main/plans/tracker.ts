@@ -5,7 +5,7 @@ import type { MeterReading, MeterWindow } from './types'
 
 export { PARK_MS, type PlanAlert, samePeriod } from './alerts'
 
-/** Readings kept per window for the pace (the oldest go first). */
+/** Readings kept per window for the pace: the period's first and the latest ones (the oldest after the first go first). */
 const HISTORY = 32
 /** Accounts kept (credentials come from clients, so this is bounded). */
 const MAX_ACCOUNTS = 256
@@ -125,7 +125,8 @@ export class PlanTracker {
       }
       st.latest = w
       st.history.push({ t: at, u: w.utilization })
-      if (st.history.length > HISTORY) st.history.splice(0, st.history.length - HISTORY)
+      // The period's first reading stays: the pace runs from it (the oldest after it go first).
+      if (st.history.length > HISTORY) st.history.splice(1, st.history.length - HISTORY)
       this.checkThresholds(a, st, now)
     }
     for (const l of this.listeners) l()
