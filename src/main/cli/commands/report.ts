@@ -5,7 +5,7 @@ import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
 import { RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, type Report, type ReportKind } from '../../report/report'
 import { wholeNumber } from '../../dashboard/params'
-import { localParts } from '../../time/zone'
+import { localParts, startOfDay } from '../../time/zone'
 import { compact, csvChunks, csvSum, jsonChunks, paint, usd, visible } from '../output'
 import { stdoutSink } from '../stdout-sink'
 import { tablePages } from '../table'
@@ -153,14 +153,17 @@ function localDay(ts: number, tz: string): string {
 }
 
 /**
- * A bound of the window as the heading shows it, in `tz`: a midnight there as its day (`until`, the
- * exclusive next midnight, as its last day), any other time with its time, `2026-12-06 09:30`
- * (seconds and milliseconds when it has them), so a report of some hours never reads as the day's.
+ * A bound of the window as the heading shows it, in `tz`: the start of a day there as its day
+ * (`until`, the exclusive start of the next, as its last day), any other time with its time,
+ * `2026-12-06 09:30` (seconds and milliseconds when it has them), so a report of some hours never
+ * reads as the day's. A day begins at its midnight, or where the clocks skip midnight (Chile's
+ * 2026-09-06) at the change, 01:00: such a day was shown as "2026-09-06 01:00", and an `until` of
+ * the day before as that time, a day the report does not hold.
  */
 function localBound(ts: number, tz: string, end: boolean): string {
   const p = localParts(ts, tz)
   const ms = ((ts % 1000) + 1000) % 1000
-  if (p.hour === 0 && p.minute === 0 && p.second === 0 && ms === 0) return localDay(end ? ts - 1 : ts, tz)
+  if (startOfDay(ts, tz) === ts) return localDay(end ? ts - 1 : ts, tz)
   const two = (n: number) => String(n).padStart(2, '0')
   const sec = p.second || ms ? `:${two(p.second)}${ms ? `.${String(ms).padStart(3, '0')}` : ''}` : ''
   return `${localDay(ts, tz)} ${two(p.hour)}:${two(p.minute)}${sec}`
