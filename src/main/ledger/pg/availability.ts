@@ -21,14 +21,16 @@ export class Availability {
     private readonly secret: string | undefined,
   ) {}
 
-  /** PostgreSQL answered. */
+  /** PostgreSQL answered: the error that made it away goes (a row it refused is the writer's to say). */
   reached(): void {
     this.storage.reachable = true
     this.storage.last_error = null
-    if (this.away) this.log.info('PostgreSQL answers again; writing the calls held meanwhile')
+    if (this.away) {
+      this.log.info('PostgreSQL answers again; writing the calls held meanwhile')
+      this.status.last_error = null
+    }
     this.away = false
     this.status.writable = true
-    if (this.status.last_error && !/dropped/.test(this.status.last_error)) this.status.last_error = null
     this.retryMs = 0
     this.retryAt = 0
   }

@@ -126,10 +126,11 @@ export class PgLedger implements CallLedger {
     // Those on disk are counted there (`left_on_disk`, until the journal holding them is written back).
     const lost = this.spill.leftMemory(gone)
     if (lost > 0) {
-      // As the SQLite ledger counts them: the log tells these apart from rows PostgreSQL refused (`last_drop`).
+      // As the SQLite ledger counts them: the log tells these apart from rows PostgreSQL refused
+      // (`last_drop`). `last_error` stays why PostgreSQL cannot be written (it may answer: calls
+      // recorded faster than written), as on SQLite.
       this.status.dropped += lost
       this.status.overflowed = (this.status.overflowed ?? 0) + lost
-      this.status.last_error = `${lost} call(s) were dropped: PostgreSQL is away and they could not be kept on disk`
     }
   }
 
@@ -283,13 +284,21 @@ export class PgLedger implements CallLedger {
     this.storage.ready = true
   }
 
-  /** One batch in one transaction; a row PostgreSQL refuses for itself is dropped and counted, the others written. */
-  private writeRows(rows: CallRecord[]): Promise<void> {
-    return writeBatch(this.store, this.hooks, rows, (err) => {
+  /**
+   * One batch in one transaction; a row PostgreSQL refuses for itself is dropped and counted, the
+   * others written. Written: PostgreSQL answers, and `last_error` says why this batch dropped a row,
+   * or nothing (as the SQLite ledger's after each batch).
+   */
+  private async writeRows(rows: CallRecord[]): Promise<void> {
+    let dropError: string | null = null
+    await writeBatch(this.store, this.hooks, rows, (err) => {
+      const why = describeError(err, this.opts.secret)
       this.status.dropped++
-      this.status.last_error = `a call could not be written and was dropped: ${describeError(err, this.opts.secret)}`
-      this.status.last_drop = `PostgreSQL refused them: ${describeError(err, this.opts.secret)}`
+      dropError = `a call could not be written and was dropped: ${why}`
+      this.status.last_drop = `PostgreSQL refused them: ${why}`
     })
+    this.link.reached()
+    this.status.last_error = dropError
   }
 
   private markAway(err: unknown, failed: boolean): void {

@@ -128,7 +128,6 @@ export class Spill {
             this.status.left_on_disk_total = Math.max(0, (this.status.left_on_disk_total ?? 0) - lost)
             this.status.dropped += lost
             this.status.overflowed = (this.status.overflowed ?? 0) + lost
-            this.status.last_error = `${lost} call(s) were dropped: PostgreSQL is away and they could not be kept on disk`
           }
           if (!this.spillFailing) this.opts.log.error(`PostgreSQL is away and calls cannot be spilled to disk (${this.describe(err)}); they are held in memory`)
           this.spillFailing = true
