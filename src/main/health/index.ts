@@ -20,6 +20,8 @@ export const health: Feature = (ctx) => {
         writable: ledger.writable,
         pending: ledger.pending,
         dropped: ledger.dropped,
+        // Of dropped, those let go past ledger.max_pending (the others: rows the database refused; the log says why).
+        overflowed: Math.min(ledger.overflowed ?? 0, ledger.dropped),
         // Left memory past ledger.max_pending but on disk in the spill journal, not stored yet: not lost, stored later.
         left_on_disk: ledger.left_on_disk ?? 0,
         last_error: ledger.last_error,

@@ -9,7 +9,7 @@ afterEach(() => {
   vi.unstubAllGlobals()
 })
 
-const ok = { writable: true, pending: 0, dropped: 0, left_on_disk: 0, last_error: null }
+const ok = { writable: true, pending: 0, dropped: 0, overflowed: 0, left_on_disk: 0, last_error: null }
 
 async function banner(ledger: Record<string, unknown>) {
   fakeServer({ 'GET /api/health': () => ({ body: { status: 'ok', ledger } }) })
@@ -42,6 +42,27 @@ describe('LedgerHealth', () => {
     expect(w.get('[data-testid="ledger-left-on-disk"]').text()).toContain('1 call is kept on disk, not lost')
     expect(w.text()).toContain('2 calls were not saved')
     expect(w.text()).toContain('5 calls wait in memory')
+    w.unmount()
+  })
+
+  it('says why calls were not saved: past ledger.max_pending, or refused by the database (not the bound: raising it would not help)', async () => {
+    const w = await banner({ ...ok, dropped: 3, overflowed: 2 })
+    expect(w.get('[data-testid="ledger-overflowed"]').text()).toContain('2 calls were not saved: more calls waited than ledger.max_pending')
+    const refused = w.get('[data-testid="ledger-refused"]').text()
+    expect(refused).toContain('1 call was not saved: the database refused it')
+    expect(refused).not.toContain('max_pending')
+    w.unmount()
+    const only = await banner({ ...ok, dropped: 1, overflowed: 0 })
+    expect(only.text()).not.toContain('max_pending')
+    expect(only.find('[data-testid="ledger-overflowed"]').exists()).toBe(false)
+    only.unmount()
+  })
+
+  it('reads a server from before overflowed (the field absent) without naming a reason', async () => {
+    const { overflowed: _, ...old } = ok
+    const w = await banner({ ...old, dropped: 2 })
+    expect(w.text()).toContain('2 calls were not saved')
+    expect(w.text()).not.toContain('max_pending')
     w.unmount()
   })
 
