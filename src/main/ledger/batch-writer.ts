@@ -209,6 +209,8 @@ export class BatchWriter {
     q.countPending()
     if (i < rows.length || r.keptSide.length > 0) {
       status.writable = false
+      // Why the rest waits: the database's own failure, not a row dropped before it.
+      if (r.stopError) status.last_error = describe(r.stopError)
       this.schedule(this.health.backOff())
       this.journal?.soon()
       return false

@@ -14,6 +14,8 @@ export interface OneByOneResult {
   dropError?: unknown
   /** The side rows kept because the database itself refused them (empty when they were written). */
   keptSide: SideWrite[]
+  /** The database's own failure (full, locked...) that stopped the writes, if one did. */
+  stopError?: unknown
 }
 
 /**
@@ -32,6 +34,7 @@ export function writeOneByOne(write: WriteBatch, rows: readonly CallRecord[], si
   } catch (err) {
     if (isDatabaseProblem(err)) {
       result.keptSide = side
+      result.stopError = err
       return result
     }
   }
@@ -40,11 +43,17 @@ export function writeOneByOne(write: WriteBatch, rows: readonly CallRecord[], si
     try {
       write([rows[i]])
     } catch (err) {
-      if (isDatabaseProblem(err)) break
+      if (isDatabaseProblem(err)) {
+        result.stopError = err
+        break
+      }
       try {
         write([sanitizeRecord(rows[i])])
       } catch (again) {
-        if (isDatabaseProblem(again)) break
+        if (isDatabaseProblem(again)) {
+          result.stopError = again
+          break
+        }
         result.dropped++
         result.dropError = again
       }

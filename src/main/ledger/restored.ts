@@ -68,7 +68,7 @@ export class RestoredRows {
         if (r.rows.length > 0 || r.side.length > 0) {
           // Some are stored: the file must keep only the rest, or a stop now writes them twice at the next start.
           if (one.written > 0 || sideStored) tell(() => r.kept(r.rows, r.side))
-          return new Error('the database could not take the rows kept from a spill file')
+          return one.stopError ?? new Error('the database could not take the rows kept from a spill file')
         }
       }
       this.waiting.shift()
