@@ -53,7 +53,7 @@ export function ledgerGauges(registry: Registry, ctx: Pick<ServerContext, 'ledge
   })
   new Gauge({
     name: 'burnrate_ledger_writable',
-    help: '1 while the database takes writes, 0 while it is locked, full or read-only.',
+    help: '1 while the database takes writes, 0 while it cannot (SQLite locked, full or read-only; PostgreSQL away, or not answering a write).',
     registers,
     collect() {
       this.set(ledger.status.writable ? 1 : 0)
