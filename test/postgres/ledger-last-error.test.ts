@@ -5,7 +5,7 @@ import { PgLedger } from '../../src/main/ledger/pg/pg-ledger'
 import { createLogger } from '../../src/main/log'
 import { LedgerLog } from '../../src/main/reliability/ledger-log'
 import { makeCall } from '../dashboard/seed'
-import { until, usePostgres } from '../support/pg-harness'
+import { holdLock, lockWaiter, until, usePostgres } from '../support/pg-harness'
 
 /**
  * `status.last_error` (/api/health's `ledger.last_error`, and the log's "the database cannot be
@@ -91,5 +91,32 @@ describe('the PostgreSQL ledger: last_error once calls are dropped', () => {
     expect(await ledger.flushed()).toBe(true)
     expect(ledger.status).toMatchObject({ writable: true, dropped: 1, last_error: null })
     await ledger.close()
+  })
+  it('a stop while PostgreSQL is slow, after a batch dropped a row: the log does not call it away for that row', async () => {
+    const url = h.database()
+    const store = h.store(url)
+    const lines: string[] = []
+    const log = createLogger('info', (l) => lines.push(l))
+    const ledger = new PgLedger(h.store(url), { flushIntervalMs: 60_000, maxPending: 100, timezone: 'UTC', dataDir: h.tempDir('burnrate-pglasterr-'), log, closeWaitMs: 200 }).start()
+    expect(await ledger.flushed()).toBe(true)
+    await store.run(`CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.session = 'poison' THEN RAISE EXCEPTION 'refused by a trigger' USING ERRCODE = '23514'; END IF; RETURN NEW; END $$`)
+    await store.run('CREATE TRIGGER refuse_poison BEFORE INSERT ON calls FOR EACH ROW EXECUTE FUNCTION refuse_poison()')
+    ledger.record(makeCall({ session: 'poison' }))
+    expect(await ledger.flushed()).toBe(true)
+    expect(ledger.status.last_error).toMatch(/was dropped/)
+    // Another session holds the table: the next write waits, and the stop keeps its call on disk.
+    const lock = await holdLock(store, 'LOCK TABLE calls IN EXCLUSIVE MODE')
+    try {
+      ledger.record(makeCall({ session: 'held' }))
+      ledger.flush()
+      await lockWaiter(store)
+      await ledger.close()
+    } finally {
+      await lock.release()
+    }
+    const kept = lines.filter((l) => l.includes('kept in'))
+    expect(kept).toEqual([expect.stringMatching(/PostgreSQL did not take the last writes in time; 1 call\(s\) kept in/)])
+    expect(kept[0]).not.toContain('refused by a trigger')
   })
 })

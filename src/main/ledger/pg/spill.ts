@@ -200,7 +200,8 @@ export class Spill {
     }
     const file = await this.journal?.close()
     if (file && this.storage.spilled > 0) {
-      const away = this.status.last_error ? `PostgreSQL is away (${this.status.last_error})` : 'PostgreSQL did not take the last writes in time'
+      // (While it answers, last_error can be a row it refused: not why these wait.)
+      const away = this.opts.away() && this.status.last_error ? `PostgreSQL is away (${this.status.last_error})` : 'PostgreSQL did not take the last writes in time'
       this.opts.log.warn(`${why ?? away}; ${this.storage.spilled} call(s) kept in ${file} until the next start`)
     }
   }
