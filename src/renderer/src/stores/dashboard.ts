@@ -236,14 +236,18 @@ export const useDashboard = defineStore('dashboard', () => {
    * No call metered (for the tenant chosen), as far as the API can tell: nothing this month (no
    * spend, no plan usage, no request today), nothing in the range or the sessions, and no call in
    * the last 30 days (which covers last month's calls early in a month, plan calls and unpriced
-   * ones). Then the getting-started panel shows; while any of it is unknown, it does not.
+   * ones). Then the getting-started panel shows; while the summary or that look-up is unknown, it
+   * does not. The range's rows and the sessions are read for the filters in force only (never the
+   * last tenant's, which kept the panel hidden over a tenant with no call when its breakdown load
+   * failed); one that failed adds nothing the 30-day look-up does not cover (every range is 30 days
+   * at most, the sessions 24 h).
    */
   const empty = computed(
     () =>
       current('summary') !== null &&
       nothingThisMonth(data.summary!) &&
-      (data.costs?.rows.length ?? 0) === 0 &&
-      (data.sessions?.sessions.length ?? 0) === 0 &&
+      (current('costs')?.rows.length ?? 0) === 0 &&
+      (current('sessions')?.sessions.length ?? 0) === 0 &&
       history.value !== null &&
       history.value.key === filters.key &&
       !history.value.calls,
