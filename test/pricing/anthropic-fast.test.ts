@@ -106,12 +106,36 @@ describe("Anthropic's fast mode", () => {
     expect(said[0]).toContain('anthropic claude-opus-5-5 served at fast mode is priced at its standard rate, which is less than billed')
   })
 
-  it('on Microsoft Foundry (billed on its own list) a fast call of Opus 4.6 keeps the standard price, and the log says so once', async () => {
+  // Claude in Microsoft Foundry is billed at Anthropic's per-model token rates (Claude Consumption
+  // Units converted from them: learn.microsoft.com/azure/foundry/foundry-models/concepts/claude-models-billing),
+  // fast mode's with them. Builds before this one priced such a call at the standard list, a sixth
+  // of the bill, said so in the log as if Foundry billed on a list of its own, and reserved it so.
+  it('on Microsoft Foundry (Anthropic\'s rates) a fast call of Opus 4.6 is recorded at 6x too, with no word in the log', async () => {
     replay(OPUS, { ...CACHED, speed: 'fast' })
     const row = await recorded(t, () => postJson(`${t.url}/foundry/anthropic/v1/messages`, { model: OPUS, speed: 'fast', max_tokens: 1000, messages: [] }, { 'x-api-key': 'foundry-fastmode-key-0000000001' }))
-    expect(row).toMatchObject({ provider: 'foundry', priced: 1 })
-    expect(row.cost_usd).toBeCloseTo(CACHED_FAST_USD / 6, 15)
-    expect(warnings.filter((w) => w.startsWith('pricing: foundry claude-opus-4-6 served at fast mode'))).toHaveLength(1)
+    expect(row).toMatchObject({ provider: 'foundry', model: OPUS, priced: 1 })
+    expect(JSON.parse(row.usage_extra)).toMatchObject({ fast: true })
+    expect(row.cost_usd).toBeCloseTo(CACHED_FAST_USD, 15)
+    expect(warnings.filter((w) => w.startsWith('pricing: foundry claude-opus-4-6'))).toEqual([])
+  })
+
+  it("on Microsoft Foundry a deployment of Opus 4.6's fast-mode model (…-fast, no speed in the request) is recorded at 6x", async () => {
+    replay(`${OPUS}-fast`, CACHED)
+    const row = await recorded(t, () => postJson(`${t.url}/foundry/anthropic/v1/messages`, { model: `${OPUS}-fast`, max_tokens: 1000, messages: [] }, { 'x-api-key': 'foundry-fastmode-key-0000000001' }))
+    expect(row).toMatchObject({ provider: 'foundry', model: OPUS, priced: 1 })
+    expect(row.cost_usd).toBeCloseTo(CACHED_FAST_USD, 15)
+  })
+
+  it("a block rule reserves a Foundry call to Opus 4.6's fast-mode deployment at the fast price: refused before it goes upstream where the standard one passes", async () => {
+    const key = { 'x-api-key': 'sk-ant-fastmode-budget-0000000002' }
+    const body = { model: OPUS, max_tokens: 1000, messages: [{ role: 'user', content: 'hi' }] }
+    replay(OPUS, { input_tokens: 10, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 10 })
+    const before = upstream.requests.length
+    expect((await postJson(`${t.url}/foundry/anthropic/v1/messages`, body, key)).status).toBe(200)
+    const refused = await postJson(`${t.url}/foundry/anthropic/v1/messages`, { ...body, model: `${OPUS}-fast` }, key)
+    expect(refused.status).toBe(429)
+    expect(refused.json().error.type).toBe('budget_exceeded')
+    expect(upstream.requests.length).toBe(before + 1)
   })
 
   it('a block rule reserves a call asking for fast mode at the carried fast price: refused before it goes upstream where the standard one passes', async () => {

@@ -195,9 +195,10 @@ describe('Pricer with remembered model lookups', () => {
     // No fast override: OpenAI's published Priority price (./priority-prices.ts), where there is one.
     expect(pricer.price('openai', 'openai', 'gpt-4o', { ...u, fast: true }, at).cost_usd).toBeCloseTo(4.25 + 17, 12)
     expect(pricer.price('openai', 'openai', 'o3-mini', { ...u, fast: true }, at).cost_usd).toBe(direct('openai', 'o3-mini', u, at))
-    // No fast override: Anthropic's published fast-mode price (./anthropic-fast.ts), 6x for Opus 4.6; the Claude API's only.
+    // No fast override: Anthropic's published fast-mode price (./anthropic-fast.ts), 6x for Opus 4.6; the Claude
+    // API's and Microsoft Foundry's (billed at Anthropic's rates).
     expect(new Pricer().price('anthropic', 'anthropic', model, fast, at).cost_usd).toBeCloseTo(standard * 6, 12)
-    expect(new Pricer().price('anthropic', 'foundry', model, fast, at).cost_usd).toBe(standard)
+    expect(new Pricer().price('anthropic', 'foundry', model, fast, at).cost_usd).toBeCloseTo(standard * 6, 12)
     // An override with speed: fast still wins over the carried fast-mode price.
     expect(new Pricer([{ model, speed: 'fast', input_mtok: 1, output_mtok: 1 }]).price('anthropic', 'anthropic', model, fast, at)).toEqual({ cost_usd: 2, priced: true })
   })

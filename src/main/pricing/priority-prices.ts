@@ -101,8 +101,8 @@ export function hasPriorityPrices(pricingId: string, providerName: string, model
  * The found price table of `model` with its Priority prices: for OpenAI, its published Priority
  * prices in place of its input, cached-input and output prices (in each dated price; long-context
  * tiers dropped, Priority has none); for the Gemini API, every token price times the model's
- * Priority multiple (./gemini-priority.ts); for the Claude API, every token price times the
- * model's fast-mode multiple (./anthropic-fast.ts). Its other prices (web and file searches, billed per
+ * Priority multiple (./gemini-priority.ts); for the Claude API and Claude in Microsoft Foundry,
+ * every token price times the model's fast-mode multiple (./anthropic-fast.ts). Its other prices (web and file searches, billed per
  * call at every tier) are kept; null when the call has no published Priority price.
  */
 export function withPriorityPrices(pricingId: string, providerName: string, model: string, table: ModelInfo): ModelInfo | null {

@@ -16,7 +16,8 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * as the client's own setting had it), and a client's
  * `ANTHROPIC_FOUNDRY_BASE_URL` is `…/foundry/anthropic`. The answers are metered as Anthropic's
  * Messages are and priced at Anthropic's list: Claude on Foundry is billed at Anthropic's standard
- * API prices. The client's key (`x-api-key`, as the Foundry SDKs send it, or Azure's `api-key`) or
+ * API prices (Claude Consumption Units converted from Anthropic's per-model rates), fast mode's
+ * too (../pricing/anthropic-fast.ts). The client's key (`x-api-key`, as the Foundry SDKs send it, or Azure's `api-key`) or
  * Microsoft Entra ID token (`Authorization: Bearer`) is passed on as it came.
  *
  * Claude's fast mode is a deployment of a fast-mode model (`fastModeBase`: its id ends in `-fast`),
