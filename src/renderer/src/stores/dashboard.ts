@@ -221,6 +221,14 @@ export const useDashboard = defineStore('dashboard', () => {
     return isLoaded(s) && errors[s] === undefined ? data[s] : null
   }
   /**
+   * The error of a section's last load when that load was for the current filters; otherwise
+   * undefined (the view shows its loading state), never another tenant's or range's failure said
+   * under these filters while their answer is on its way.
+   */
+  function errorOf(s: Section): string | undefined {
+    return isLoaded(s) ? errors[s] : undefined
+  }
+  /**
    * The members list for the range and tenant in force, or null (not loaded for them yet, or its
    * last load failed): never another tenant's members, offered as if they sent this one's calls.
    */
@@ -268,7 +276,7 @@ export const useDashboard = defineStore('dashboard', () => {
     return reload()
   }
 
-  return { data, errors, authMessage, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, current, currentMembers, refresh, reload, start, stop, limits, showMore }
+  return { data, errors, authMessage, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, current, errorOf, currentMembers, refresh, reload, start, stop, limits, showMore }
 })
 
 /** The summary shows no call this month: no spend, no plan usage, no request today. */
