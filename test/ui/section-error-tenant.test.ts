@@ -10,7 +10,7 @@ import { eventually } from '../support/http'
 // breakdown said the old tenant's failure ("The ledger could not be read.") while its own answer
 // was on its way, for as long as that took (up to a minute), as if the new tenant's had failed.
 // A view shows an error only for the filters in force; while their answer is on its way, its
-// loading state.
+// loading state. So does the unpriced models panel, which loads on its own.
 
 const dash = useDashboard({
   before: async ({ t }) => {
@@ -20,6 +20,9 @@ const dash = useDashboard({
   },
   path: '/?tenant=acme',
 })
+
+const unpricedOf = (tenant: string) => (u: URL) => u.pathname === '/api/dashboard/unpriced' && u.searchParams.get('tenant') === tenant
+const FAILED = { status: 500, contentType: 'application/json', body: JSON.stringify({ error: { type: 'internal', message: 'The ledger could not be read.' } }) }
 
 /** The breakdown's own request for `tenant` (grouped by model, the default). */
 const breakdownOf = (tenant: string) => (u: URL) =>
@@ -35,9 +38,7 @@ describe.skipIf(NO_BROWSER !== null)("a view's error after a tenant change", { t
     const { page } = dash
     const breakdown = page.locator('#breakdown')
     const error = breakdown.locator('.panel-error')
-    await page.route(breakdownOf('acme'), (r: Route) =>
-      r.fulfill({ status: 500, contentType: 'application/json', body: JSON.stringify({ error: { type: 'internal', message: 'The ledger could not be read.' } }) }),
-    )
+    await page.route(breakdownOf('acme'), (r: Route) => r.fulfill(FAILED))
     await expect.poll(() => error.textContent(), { timeout: 20_000 }).toContain('The ledger could not be read.')
 
     // globex's breakdown is held (and with it the round's other answers, shown together).
@@ -55,6 +56,29 @@ describe.skipIf(NO_BROWSER !== null)("a view's error after a tenant change", { t
     expect(await error.count()).toBe(0)
     release()
     await expect.poll(() => breakdown.getByTestId('breakdown-row').count(), { timeout: 20_000 }).toBe(1)
+    expect(await error.count()).toBe(0)
+  })
+
+  it("in the unpriced models panel: not the old tenant's while the new tenant's models are on their way", async () => {
+    const { page } = dash
+    const error = page.locator('#unpriced .panel-error')
+    await setTenant(page, 'acme')
+    await page.route(unpricedOf('acme'), (r: Route) => r.fulfill(FAILED))
+    await expect.poll(() => error.textContent(), { timeout: 20_000 }).toContain('The ledger could not be read.')
+
+    let release: () => void = () => {}
+    const held = new Promise<void>((r) => (release = r))
+    let asked = 0
+    await page.route(unpricedOf('initech'), async (r: Route) => {
+      asked++
+      await held
+      await r.continue()
+    })
+    await setTenant(page, 'initech')
+    await expect.poll(() => asked).toBeGreaterThanOrEqual(1)
+    expect(await error.count()).toBe(0)
+    release()
+    await expect.poll(() => page.getByTestId('unpriced-empty').count(), { timeout: 20_000 }).toBe(1)
     expect(await error.count()).toBe(0)
   })
 })
