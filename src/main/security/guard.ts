@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Config } from '../config/schema'
 import { sendError } from '../http/errors'
+import { dropUnreadBody } from '../http/unread-body'
 import { HostPolicy, answeringHost } from './hosts'
 import { sendLoginPage, wantsHtml } from './login-page'
 import { nextFromAddress } from './login-next'
@@ -96,6 +97,14 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
   }
 
   const guard = (req: IncomingMessage, res: ServerResponse, proxied: boolean): boolean => {
+    const passed = decide(req, res, proxied)
+    // A request refused here is answered before its body is read: the body is read only so far
+    // (../http/unread-body.ts). (The login form reads its own, and bounds it: ./login-post.ts.)
+    if (!passed && req.listenerCount('data') === 0) dropUnreadBody(req)
+    return passed
+  }
+
+  const decide = (req: IncomingMessage, res: ServerResponse, proxied: boolean): boolean => {
     const port = opts.port()
     // This server's address, for the messages below (only built when one is sent).
     const here = (): string => `${answeringHost(server.host)}:${port}`

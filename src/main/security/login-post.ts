@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { clientScheme } from '../http/client-scheme'
 import { sendError } from '../http/errors'
+import { dropUnreadBody } from '../http/unread-body'
 import { loginNext } from './login-next'
 import { sendLoginPage, wantsHtml } from './login-page'
 import { safeEqual } from './secrets'
@@ -80,10 +81,9 @@ export function loginOriginProblem(req: IncomingMessage, publicOrigin: string | 
  */
 export function handleLoginPost(req: IncomingMessage, res: ServerResponse, d: LoginDeps): void {
   const refuse = (fn: () => void) => {
-    // (The body is left unread: the connection is not reused.)
-    res.setHeader('connection', 'close')
     fn()
-    req.resume()
+    // (The rest of the body is read only so far: ../http/unread-body.ts.)
+    dropUnreadBody(req)
   }
   const problem = loginOriginProblem(req, d.publicOrigin)
   if (problem !== null) {
