@@ -96,6 +96,27 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     return false
   }
 
+  /**
+   * The 403 for a page that is not this server's own. One at a name of this server but another
+   * port is told how to make it Burnrate's own page, if it is (a reverse proxy's); a browser's
+   * login form gets the login page saying so, as ./login-post.ts answers it.
+   */
+  function refuseOrigin(req: IncomingMessage, res: ServerResponse, origin: string, port: number, proxied: boolean): false {
+    const from = origin.slice(0, 100)
+    const at = policy.ownNameAt(origin)
+    const message =
+      at === null
+        ? `Requests from the web page at "${from}" are refused: Burnrate answers only its own dashboard; add the origin to server.allowed_origins to allow it.`
+        : `Requests from the web page at "${from}" are refused: it is not at the port Burnrate listens on (${port}), so it is another web site's page. ` +
+          `If it is Burnrate's own, through a reverse proxy, set server.public_url: ${from} in the config (or add ${at} to server.allowed_hosts).`
+    const loginForm = !proxied && token !== null && dashboard.enabled && req.method === 'POST' && routedPath(req.url ?? '/') === '/login'
+    if (loginForm && wantsHtml(req)) {
+      sendLoginPage(req, res, 403, message, { vary: 'Origin' })
+      return false
+    }
+    return forbid(res, message)
+  }
+
   const guard = (req: IncomingMessage, res: ServerResponse, proxied: boolean): boolean => {
     const passed = decide(req, res, proxied)
     // A request refused here is answered before its body is read: the body is read only so far
@@ -125,12 +146,7 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     // user listed) may call it: no other site may spend through the proxy or read the dashboard.
     const origin = req.headers.origin
     if (origin !== undefined) {
-      if (!policy.allowsOrigin(origin, port)) {
-        return forbid(
-          res,
-          `Requests from the web page at "${origin.slice(0, 100)}" are refused: Burnrate answers only its own dashboard; add the origin to server.allowed_origins to allow it.`,
-        )
-      }
+      if (!policy.allowsOrigin(origin, port)) return refuseOrigin(req, res, origin, port, proxied)
     } else {
       const site = req.headers['sec-fetch-site']
       if (site === 'cross-site' || site === 'same-site') {

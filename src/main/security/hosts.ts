@@ -62,7 +62,7 @@ export function splitHostPort(value: string): { host: string; port: number | nul
 export interface HostPolicyOptions {
   /** `server.host` as configured. */
   configuredHost: string
-  /** Extra names (`name` for any port, `name:port` for one). */
+  /** Extra names (`name` for any port in Host, `name:port` for one; ./HostPolicy.allowsOrigin for a page's). */
   allowedHosts: readonly string[]
   /** Extra origins allowed to call from a browser (`http://localhost:5173`). */
   allowedOrigins: readonly string[]
@@ -121,25 +121,57 @@ export class HostPolicy {
     return isLoopbackHost(hp.host) || this.exact.has(hp.host)
   }
 
-  /** Is `origin` (an Origin header) this server's own page, or one the user allowed? */
+  /**
+   * Is `origin` (an Origin header) this server's own page, or one the user allowed? A page's
+   * origin is its name and port: a name `server.allowed_hosts` lists alone is answered in `Host`
+   * at any port, but its page is this server's only at the port this server is opened at (below).
+   * Another web app on the same name at another port is another origin, which a browser still
+   * calls same-site (it sends the SameSite=Strict session along).
+   */
   allowsOrigin(origin: string, port: number): boolean {
     const o = origin.toLowerCase()
     if (this.origins.has(o)) return true
     if (o.startsWith('https://')) return this.allowsTlsFront(o.slice(8))
     if (!o.startsWith('http://')) return false
-    return this.allowsHost(o.slice(7), port)
+    return this.allowsPlainPage(o.slice(7), port)
+  }
+
+  /**
+   * For an origin allowsOrigin refused: `name:port` (its `server.allowed_hosts` entry) when its
+   * name is one of this server's, not a loopback name, so that only its port kept it out (a
+   * reverse proxy's page at another port, or another web app on that name); else null.
+   */
+  ownNameAt(origin: string): string | null {
+    const m = /^(https?):\/\/(.*)$/.exec(origin.toLowerCase())
+    const hp = m ? splitHostPort(m[2]) : null
+    if (!m || !hp || isLoopbackHost(hp.host) || !(this.exact.has(hp.host) || this.anyPort.has(hp.host))) return null
+    return `${isIPv6(hp.host) ? `[${hp.host}]` : hp.host}:${hp.port ?? (m[1] === 'https' ? 443 : 80)}`
+  }
+
+  /**
+   * An http:// page is this server's own at one of its names at the port it listens on (80 when
+   * the page names none), or at a `name:port` the user listed (a port mapped to this one).
+   */
+  private allowsPlainPage(value: string, port: number): boolean {
+    const hp = splitHostPort(value)
+    if (!hp) return false
+    const effective = hp.port ?? 80
+    if (this.exact.has(`${hp.host}#${effective}`)) return true
+    if (effective !== port) return false
+    return isLoopbackHost(hp.host) || this.exact.has(hp.host) || this.anyPort.has(hp.host)
   }
 
   /**
    * An https:// page is this server's own only behind a TLS proxy (Burnrate serves plain HTTP),
-   * so only at a name the user listed in `server.allowed_hosts`: any port for `name`, the
-   * origin's port (443 when it names none) for `name:port`. Never a loopback name by itself:
-   * https on this machine is some other program.
+   * so only at a name the user listed in `server.allowed_hosts`: at 443 (the port a page names
+   * when it names none) for `name`, at its port for `name:port`. (`server.public_url` names any
+   * other.) Never a loopback name by itself: https on this machine is some other program.
    */
   private allowsTlsFront(value: string): boolean {
     const hp = splitHostPort(value)
     if (!hp) return false
-    return this.anyPort.has(hp.host) || this.exact.has(`${hp.host}#${hp.port ?? 443}`)
+    const effective = hp.port ?? 443
+    return (this.anyPort.has(hp.host) && effective === 443) || this.exact.has(`${hp.host}#${effective}`)
   }
 }
 
