@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Request, Response } from 'express'
-import { AuthThrottle, slowDownFailures } from './throttle'
+import { AuthThrottle, clientKey, slowDownFailures } from './throttle'
 
 function clock() {
   let t = 1_000_000
@@ -103,5 +103,22 @@ describe('slowDownFailures', () => {
     expect(call('Bearer right', '127.0.0.1')).toBe(true)
     expect(th.failures('loopback')).toBe(5)
     expect(th.reserve('loopback')).toBeGreaterThan(0)
+  })
+})
+
+describe('clientKey', () => {
+  it('is one client for every loopback address, an IPv4 address for itself (mapped or not), and the /64 of an IPv6 one', () => {
+    for (const a of ['127.0.0.1', '127.9.8.7', '::1', '::ffff:127.0.0.5', '::FFFF:127.1.1.1']) expect(clientKey(a), a).toBe('loopback')
+    expect(clientKey('192.0.2.1')).toBe('192.0.2.1')
+    expect(clientKey('::ffff:192.0.2.1')).toBe('192.0.2.1')
+    expect(clientKey('::ffff:192.0.2.2')).not.toBe(clientKey('::ffff:192.0.2.1'))
+    for (const a of ['2001:db8:1:2::1', '2001:DB8:1:2:ffff:ffff:ffff:ffff', '2001:0db8:0001:0002:0:0:0:9', '2001:db8:1:2:a:b:192.0.2.1', '2001:db8:1:2::192.0.2.1']) {
+      expect(clientKey(a), a).toBe('2001:db8:1:2::/64')
+    }
+    expect(clientKey('2001:db8:1::5')).toBe('2001:db8:1:0::/64')
+    expect(clientKey('2001:db8:1:3::1')).not.toBe(clientKey('2001:db8:1:2::1'))
+    expect(clientKey('::2')).toBe('0:0:0:0::/64')
+    expect(clientKey('fe80::1%eth0')).toBe('fe80:0:0:0::/64')
+    expect(clientKey(undefined)).toBe('')
   })
 })

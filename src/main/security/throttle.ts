@@ -1,3 +1,4 @@
+import { isIPv4, isIPv6 } from 'node:net'
 import type { RequestHandler } from 'express'
 import { errorBody } from '../http/errors'
 
@@ -113,12 +114,30 @@ export class AuthThrottle {
 /**
  * The client a failure counts against: the remote address, except that every loopback address
  * (127.0.0.0/8, ::1, ::ffff:127.x) is one client, so a local process cannot rotate through
- * 127.0.0.x for fresh free guesses.
+ * 127.0.0.x for fresh free guesses, and an IPv6 client is its /64: one host is handed a whole
+ * /64 (SLAAC and privacy addresses, a VPS's prefix), and had fresh free guesses at every address
+ * of it. An IPv4 client of a server listening on `::` (`::ffff:a.b.c.d`) is its IPv4 address.
  */
 export function clientKey(remoteAddress: string | undefined): string {
-  const a = (remoteAddress ?? '').toLowerCase()
-  if (a === '::1' || a.startsWith('127.') || a.startsWith('::ffff:127.')) return 'loopback'
-  return a
+  // (A link-local address may come with its zone: fe80::1%eth0.)
+  let a = (remoteAddress ?? '').toLowerCase().replace(/%.*$/, '')
+  if (a.startsWith('::ffff:') && isIPv4(a.slice(7))) a = a.slice(7)
+  if (a === '::1' || a.startsWith('127.')) return 'loopback'
+  return isIPv6(a) ? prefix64(a) : a
+}
+
+/** An IPv6 address's first 64 bits, as `2001:db8:1:2::/64`. */
+function prefix64(address: string): string {
+  const cut = address.indexOf('::')
+  const head = (cut === -1 ? address : address.slice(0, cut)).split(':').filter((g) => g !== '')
+  const tail = cut === -1 ? [] : address.slice(cut + 2).split(':').filter((g) => g !== '')
+  // (An IPv4 tail, a.b.c.d, is the last two groups.)
+  const width = (groups: string[]) => groups.reduce((n, g) => n + (g.includes('.') ? 2 : 1), 0)
+  const groups = cut === -1 ? head : [...head, ...Array<string>(Math.max(0, 8 - width(head) - width(tail))).fill('0'), ...tail]
+  return `${groups
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`
 }
 
 /**
