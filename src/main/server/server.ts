@@ -83,7 +83,7 @@ export interface BurnrateServer {
   /** Memory-reducing collections run while quiet so far (null: turned off). */
   readonly idleCollections: number | null
   listen(): Promise<string>
-  /** Stops accepting calls, lets calls under way finish (up to `graceMs`), flushes the ledger, closes the database. */
+  /** Stops accepting calls, lets calls under way finish (up to `graceMs`), flushes the ledger, closes the database. A step that fails is logged and the others still run (the ledger's flush with them). */
   close(graceMs?: number): Promise<void>
   /**
    * For an exit that cannot wait for `close`: cuts the calls under way (recorded as a stop past
@@ -377,14 +377,23 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
           settleEstimates()
           await proxy.drain(1_000)
         }
-        for (const fn of closers) await fn()
+        // Every step runs, and the ledger's last flush after them, whichever fails: a step that
+        // threw ended the stop here, its queue unwritten (the headless server exits as it settles).
+        const step = async (what: string, fn: () => unknown): Promise<void> => {
+          try {
+            await fn()
+          } catch (err) {
+            log.error(`stopping: ${what} failed (${(err as Error)?.message ?? err}); the stop goes on`)
+          }
+        }
+        for (const fn of closers) await step('a feature\'s close step', fn)
         // Last: what the closers recorded too (a hold let go, a settled estimate) is in this flush or the spill file.
-        spillAfterClose(await ledger.close())
-        await journalIdle(ledger, log)
-        await proxy.close()
-        await egress.close()
+        await step('the ledger\'s last flush', async () => spillAfterClose(await ledger.close()))
+        await step('the spill journal', () => journalIdle(ledger, log))
+        await step('the proxy', () => proxy.close())
+        await step('the network client', () => egress.close())
         await storage.close().catch((err: Error) => log.warn(`closing the shared store: ${err.message}`))
-        db.close()
+        await step('the database', () => db.close())
         lock.release()
         // Export threads kept for a next export (none is under way: the connections are gone).
         stopIdleExportThreads()

@@ -1,0 +1,47 @@
+import { rmSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+import { createLogger } from '../../src/main/log'
+import type { Feature } from '../../src/main/server/context'
+import { FEATURES } from '../../src/main/server/server'
+import { makeCall } from '../dashboard/seed'
+import { ledgerRows } from '../support/ledger-rows'
+import { startTestServer } from '../support/server'
+
+// A stop runs the features' close steps (ctx.onClose), then the ledger's last flush. A step that
+// threw made `close()` reject there: the ledger was never flushed nor closed (the headless server
+// exits at once on that rejection), so what was queued (what the steps before it had recorded
+// too) was lost, the later steps never ran, and the data folder stayed claimed.
+
+describe('a stop whose close step throws', () => {
+  it('still runs the other steps, flushes and closes the ledger, and says what failed', async () => {
+    let later = false
+    const steps: Feature = (ctx) => {
+      // A step that records (as a hold let go or a settled estimate does), then one that fails, then another.
+      ctx.onClose(() => ctx.ledger.record(makeCall({ session: 'recorded-at-close' })))
+      ctx.onClose(() => {
+        throw new Error('the step broke')
+      })
+      ctx.onClose(async () => {
+        later = true
+      })
+    }
+    const lines: string[] = []
+    const t = await startTestServer({ ledger: { flush_interval_ms: 100 } }, undefined, undefined, {
+      log: createLogger('info', (l) => lines.push(l)),
+      create: { features: [...FEATURES, steps] },
+    })
+    try {
+      await expect(t.server.close(0)).resolves.toBeUndefined()
+      // At once (the headless server exits as close settles): the call the step recorded is stored.
+      expect(ledgerRows(t.dbFile, "session = 'recorded-at-close'")).toHaveLength(1)
+      expect(later).toBe(true)
+      expect(lines.some((l) => l.includes('the step broke'))).toBe(true)
+      // The folder is let go: another server starts on it.
+      const again = await startTestServer({}, undefined, t.dir)
+      await again.stop()
+    } finally {
+      await t.server.close(0).catch(() => {})
+      rmSync(t.dir, { recursive: true, force: true })
+    }
+  })
+})
