@@ -431,12 +431,12 @@ export function makeKeys(n: number, tag: string): string[] {
   return Array.from({ length: n }, (_, i) => `sk-${tag}-${i}-${Math.random().toString(36).slice(2, 12)}${Math.random().toString(36).slice(2, 12)}`)
 }
 
-/** Another process that opens the database and holds an exclusive write lock until released. */
-export async function lockFromAnotherProcess(file: string): Promise<{ release(): Promise<void> }> {
+/** Another process that opens the database and holds a write lock until released (EXCLUSIVE: readers wait too; IMMEDIATE: only writers, as `burnrate import` writing). */
+export async function lockFromAnotherProcess(file: string, mode: 'EXCLUSIVE' | 'IMMEDIATE' = 'EXCLUSIVE'): Promise<{ release(): Promise<void> }> {
   const script = `
     const Database = require('better-sqlite3')
     const db = new Database(${JSON.stringify(file)})
-    db.exec('BEGIN EXCLUSIVE')
+    db.exec('BEGIN ${mode}')
     process.stdout.write('locked\\n')
     process.stdin.once('data', () => { db.exec('COMMIT'); db.close(); process.exit(0) })
   `

@@ -11,9 +11,10 @@ import { untrustedIfThere } from '../security/owned-file'
  * own SQLite file, where the PostgreSQL instance keeps its holds and patterns and its own copy of
  * the thresholds it announced (../budgets/announced.ts `PgAnnounced`, which writes them to
  * PostgreSQL with its first load). Before the features read them, and before the PostgreSQL ledger
- * writes the files' calls (../ledger/pg/spill.ts reads calls only). The file is then rewritten
- * with its calls only; one that cannot be is left whole (its side rows are written again at the
- * next start: each write is idempotent). Builds before this one dropped them.
+ * writes the files' calls (../ledger/pg/spill.ts, which removes a file only once no side row is
+ * left in it). The file is then rewritten with its calls only; one that cannot be is left whole
+ * (its side rows are written again at the next start: each write is idempotent). Builds before
+ * this one dropped them; and ones before the next, when the file here was busy at start-up.
  */
 export function writeSpilledSide(db: Database.Database, dataDir: string, log: Logger): void {
   for (const file of spillFiles(dataDir)) {

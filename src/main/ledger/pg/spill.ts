@@ -1,6 +1,7 @@
 import { readFile, rm } from 'node:fs/promises'
 import type { Logger } from '../../log'
-import { SpillCut, parseSpill, spillFiles } from '../../reliability/spill'
+import { SpillCut, parseSpilled, rewriteSpill, spillFiles } from '../../reliability/spill'
+import type { SideWrite } from '../side-writes'
 import { untrustedIfThere } from '../../security/owned-file'
 import { keysFromFile } from '../call-keys'
 import type { CallRecord } from '../record'
@@ -206,11 +207,17 @@ export class Spill {
     }
   }
 
-  /** Writes a spill file's calls (once: each has a key) and removes it. */
+  /**
+   * Writes a spill file's calls (once: each has a key) and removes it. One still holding side rows
+   * (budget holds, key patterns: ../../storage/spilled-side.ts writes them to this instance's own
+   * SQLite file at start-up, and takes them out of the file once written) stays, with those only:
+   * that file was busy, and the next start writes them. Removed, they were lost.
+   */
   private async writeFile(file: string, list: string[]): Promise<void> {
     let rows: CallRecord[]
+    let side: SideWrite[]
     try {
-      rows = parseSpill(await readFile(file, 'utf8'))
+      ;({ rows, side } = parseSpilled(await readFile(file, 'utf8')))
     } catch (err) {
       // Not PostgreSQL's problem: an unreadable file stays where it is for a person to look at.
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.log.error(`cannot read the spill file ${file} (${this.describe(err)}); it stays there`)
@@ -222,7 +229,8 @@ export class Spill {
     keysFromFile(file, rows)
     const n = this.opts.batchRows
     for (let i = 0; i < rows.length; i += n) await this.opts.writeRows(rows.slice(i, i + n))
-    await rm(file, { force: true })
+    if (side.length === 0) await rm(file, { force: true })
+    else if (rows.length > 0) this.keepSide(file, side)
     list.shift()
     this.countFiles()
     // Its calls that had left memory are stored now: no longer waiting on disk.
@@ -230,6 +238,16 @@ export class Spill {
     this.leftIn.delete(file)
     if (left > 0) this.status.left_on_disk = Math.max(0, (this.status.left_on_disk ?? 0) - left)
     if (rows.length > 0) this.opts.log.info(`wrote ${rows.length} call(s) kept in ${file} to PostgreSQL`)
+  }
+
+  /** The file's calls are stored; its side rows, not yet in this instance's own file, stay in it alone. */
+  private keepSide(file: string, side: SideWrite[]): void {
+    try {
+      rewriteSpill(file, [], side)
+    } catch {
+      // Left whole: its calls are not stored twice at the next start (each has a key).
+    }
+    this.opts.log.warn(`the ${side.length} row(s) (budget holds, key patterns, thresholds announced) in ${file} are not written to this instance's own database file yet; they stay in it for the next start`)
   }
 
   private countFiles(): void {
