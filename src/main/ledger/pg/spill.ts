@@ -54,6 +54,8 @@ export class Spill {
   /** The journal took calls while PostgreSQL was away (not only while it was slow). */
   private journalAway = false
   private spillFailing = false
+  /** The keepRest under way (they run one after the other). */
+  private keeping: Promise<void> = Promise.resolve()
 
   constructor(
     private readonly queue: PendingQueue,
@@ -176,9 +178,18 @@ export class Spill {
 
   /**
    * The ledger stops: the calls still queued join the journal, which is closed (it stays for the
-   * next start). `why` says why they were not written (PostgreSQL away, by default).
+   * next start). `why` says why they were not written (PostgreSQL away, by default). One at a
+   * time: two stops can overlap (a second signal's exit while the first stop's close keeps its
+   * rest), and each reads the queue after the other's append has ended; together they wrote at
+   * the same offset, the second's lines over the first's, tearing one.
    */
-  async keepRest(why?: string): Promise<void> {
+  keepRest(why?: string): Promise<void> {
+    const turn = this.keeping.then(() => this.keepRestNow(why))
+    this.keeping = turn.catch(() => {})
+    return turn
+  }
+
+  private async keepRestNow(why?: string): Promise<void> {
     await this.spilling
     if (this.queue.length > 0) {
       const rows = this.queue.after(this.spilledThrough)
