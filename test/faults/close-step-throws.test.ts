@@ -1,9 +1,13 @@
-import { rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { DB_FILE } from '../../src/main/config/paths'
 import { createLogger } from '../../src/main/log'
 import type { Feature } from '../../src/main/server/context'
 import { FEATURES } from '../../src/main/server/server'
 import { makeCall } from '../dashboard/seed'
+import { eventually } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
 import { startTestServer } from '../support/server'
 
@@ -42,6 +46,35 @@ describe('a stop whose close step throws', () => {
     } finally {
       await t.server.close(0).catch(() => {})
       rmSync(t.dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('a start refused by a feature after another registered a close step that throws', () => {
+  it('still flushes and closes the ledger and lets the folder go', async () => {
+    const steps: Feature = (ctx) => {
+      ctx.onClose(() => ctx.ledger.record(makeCall({ session: 'recorded-at-refusal' })))
+      ctx.onClose(() => {
+        throw new Error('the step broke')
+      })
+    }
+    const refuses: Feature = () => {
+      throw new Error('this feature refuses the config')
+    }
+    const unhandled: unknown[] = []
+    const onUnhandled = (err: unknown) => unhandled.push(err)
+    process.on('unhandledRejection', onUnhandled)
+    const dir = mkdtempSync(join(tmpdir(), 'close-step-refused-'))
+    try {
+      await expect(startTestServer({ ledger: { flush_interval_ms: 100 } }, undefined, dir, { create: { features: [...FEATURES, steps, refuses] } })).rejects.toThrow('refuses the config')
+      // The undoing runs in the background: the folder is let go once it is done, the call stored.
+      const again = await eventually(() => startTestServer({}, undefined, dir))
+      await again.stop()
+      expect(ledgerRows(join(dir, DB_FILE), "session = 'recorded-at-refusal'")).toHaveLength(1)
+      expect(unhandled).toEqual([])
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+      rmSync(dir, { recursive: true, force: true })
     }
   })
 })

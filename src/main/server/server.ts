@@ -249,12 +249,13 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     // A feature refused the config: what already started (a PostgreSQL ledger's timers and pool,
     // features' timers) stops, and nothing recorded is lost, before the error is reported.
     void (async () => {
-      for (const fn of closers) await Promise.resolve(fn()).catch(() => {})
-      spillAfterClose(await ledger.close())
-      await journalIdle(ledger, log)
+      // Each step whatever another does: one that threw ended this before the ledger's last flush, and the folder stayed claimed.
+      for (const fn of closers) await stopStep(log, "a feature's close step", fn)
+      await stopStep(log, "the ledger's last flush", async () => spillAfterClose(await ledger.close()))
+      await stopStep(log, 'the spill journal', () => journalIdle(ledger, log))
       await storage.close().catch(() => {})
-      await egress.close()
-      db.close()
+      await stopStep(log, 'the network client', () => egress.close())
+      await stopStep(log, 'the database', () => db.close())
       lock.release()
     })()
     throw lockedAtStartup(err, db.name, busyMs) ?? err
@@ -379,27 +380,29 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         }
         // Every step runs, and the ledger's last flush after them, whichever fails: a step that
         // threw ended the stop here, its queue unwritten (the headless server exits as it settles).
-        const step = async (what: string, fn: () => unknown): Promise<void> => {
-          try {
-            await fn()
-          } catch (err) {
-            log.error(`stopping: ${what} failed (${(err as Error)?.message ?? err}); the stop goes on`)
-          }
-        }
-        for (const fn of closers) await step('a feature\'s close step', fn)
+        for (const fn of closers) await stopStep(log, "a feature's close step", fn)
         // Last: what the closers recorded too (a hold let go, a settled estimate) is in this flush or the spill file.
-        await step('the ledger\'s last flush', async () => spillAfterClose(await ledger.close()))
-        await step('the spill journal', () => journalIdle(ledger, log))
-        await step('the proxy', () => proxy.close())
-        await step('the network client', () => egress.close())
+        await stopStep(log, "the ledger's last flush", async () => spillAfterClose(await ledger.close()))
+        await stopStep(log, 'the spill journal', () => journalIdle(ledger, log))
+        await stopStep(log, 'the proxy', () => proxy.close())
+        await stopStep(log, 'the network client', () => egress.close())
         await storage.close().catch((err: Error) => log.warn(`closing the shared store: ${err.message}`))
-        await step('the database', () => db.close())
+        await stopStep(log, 'the database', () => db.close())
         lock.release()
         // Export threads kept for a next export (none is under way: the connections are gone).
         stopIdleExportThreads()
       })()
       return closing
     },
+  }
+}
+
+/** One step of a stop: a failure (thrown, or rejected) is logged and the stop goes on to the next. */
+async function stopStep(log: Logger, what: string, fn: () => unknown): Promise<void> {
+  try {
+    await fn()
+  } catch (err) {
+    log.error(`stopping: ${what} failed (${(err as Error)?.message ?? err}); the stop goes on`)
   }
 }
 
