@@ -73,11 +73,20 @@ export class SpillCut extends Error {
 /**
  * Writes `rows` (and `side`, first) to a new spill file, synced to disk. Throws when it cannot; a
  * `SpillCut` when the file took only some of them (the file is kept: its whole lines are saved).
+ * A name taken (another file made in the same millisecond: the PostgreSQL ledger's journal, opened
+ * just before a stop kept its side rows) moves to the next millisecond, as the journal's does:
+ * builds before this one gave up there, and the rows were lost.
  */
 export function writeSpill(dataDir: string, rows: readonly CallRecord[], now = Date.now(), side: readonly SideWrite[] = []): string {
-  const file = spillFile(dataDir, now)
-  writeRows(file, rows, side, 'wx')
-  return file
+  for (let at = now; ; at++) {
+    const file = spillFile(dataDir, at)
+    try {
+      writeRows(file, rows, side, 'wx')
+      return file
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || at - now >= 1000) throw err
+    }
+  }
 }
 
 /**
