@@ -65,6 +65,9 @@ describe("the PostgreSQL ledger's spill at two overlapping stops", () => {
       for (let i = 100; i < 300; i++) expect(ts).toContain(1_000 + i)
       expect(storage.spilled).toBe(ts.length)
       expect(status.dropped).toBe(0)
+      // Said once, with the number kept.
+      expect(lines.filter((l) => l.includes('kept in'))).toHaveLength(1)
+      expect(lines.find((l) => l.includes('kept in'))).toContain(`; ${ts.length} call(s) kept in`)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

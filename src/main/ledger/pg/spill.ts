@@ -210,8 +210,10 @@ export class Spill {
         this.opts.log.error(`${rows.length - kept} call(s) could not be saved anywhere: ${this.describe(err)}`)
       }
     }
+    // A keepRest after another (overlapping stops) that added nothing has nothing new to say.
+    const open = this.journal?.open ?? false
     const file = await this.journal?.close()
-    if (file && this.storage.spilled > 0) {
+    if (file && open && this.storage.spilled > 0) {
       // (While it answers, last_error can be a row it refused: not why these wait.)
       const away = this.opts.away() && this.status.last_error ? `PostgreSQL is away (${this.status.last_error})` : 'PostgreSQL did not take the last writes in time'
       this.opts.log.warn(`${why ?? away}; ${this.storage.spilled} call(s) kept in ${file} until the next start`)
