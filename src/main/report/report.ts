@@ -25,7 +25,8 @@ export function parseWhen(s: string, tz: string, end = false): number | null {
   // Date.parse reads 2026-02-30T… as March 2: a day that does not exist is refused, not rolled over.
   if (!iso || !isCalendarDay(iso[1], iso[2], iso[3])) return null
   if (/(Z|[+-]\d{2}(:?\d{2})?)$/i.test(s)) {
-    const t = Date.parse(s)
+    // ISO 8601 lets an offset of whole hours be written as hours alone (`+05`), which Date.parse refuses.
+    const t = Date.parse(s.replace(/(T[\d:.,]+[+-]\d{2})$/, '$1:00'))
     return Number.isFinite(t) ? t : null
   }
   // Read the wall clock as UTC (so the machine's zone plays no part), then place it in `tz`.
