@@ -25,6 +25,13 @@ const pad = (n: number) => String(n).padStart(2, '0')
 const year = (y: number) => (y < 0 ? '-' + String(-y).padStart(6, '0') : String(y).padStart(4, '0'))
 const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
+/**
+ * The start (ms) of a call's quarter hour, the step a report's calls are summed by, in SQL alike
+ * on SQLite and PostgreSQL: floored, as `ts / 900000` is not (both truncate toward zero, so
+ * a call stamped before 1970 fell in the next quarter hour, 1969-12-31 23:50 on 1970-01-01).
+ */
+export const QUARTER_HOUR_SQL = '(ts - ((ts % 900000) + 900000) % 900000)'
+
 export const isPeriodic = (kind: ReportKind): kind is 'daily' | 'weekly' | 'monthly' =>
   kind === 'daily' || kind === 'weekly' || kind === 'monthly'
 
@@ -188,8 +195,8 @@ export async function collect(
     const w = where.join(' AND ')
     const args = { since: part.since, until: part.until, tenant: q.tenant, ...(only ? { keys: keysArg } : {}) }
     if (periodic) {
-      const sql = `SELECT ts / 900000 AS qh, model, ${SUMS} FROM calls WHERE ${w} GROUP BY qh, model`
-      for (const x of await db.all<any>(sql, args)) addRow(x, periodKey(x.qh * 900_000, q.kind as 'daily', q.timezone))
+      const sql = `SELECT ${QUARTER_HOUR_SQL} AS qh, model, ${SUMS} FROM calls WHERE ${w} GROUP BY qh, model`
+      for (const x of await db.all<any>(sql, args)) addRow(x, periodKey(Number(x.qh), q.kind as 'daily', q.timezone))
     } else {
       const col = q.kind
       const extra =

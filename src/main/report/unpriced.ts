@@ -1,6 +1,6 @@
 import { andTenant, indexedBy } from '../dashboard/sql'
 import type { SqlReader } from '../storage/sql'
-import { isPeriodic, periodKey } from './collect'
+import { isPeriodic, periodKey, QUARTER_HOUR_SQL } from './collect'
 import type { Report, ReportQuery } from './types'
 
 /**
@@ -26,8 +26,8 @@ export async function withUnpriced(db: SqlReader, q: ReportQuery, r: Report): Pr
   let total = 0
   if (isPeriodic(q.kind)) {
     const kind = q.kind
-    for (const x of await db.all<{ qh: number; n: number }>(`SELECT ts / 900000 AS qh, count(*) AS n ${from} GROUP BY ts / 900000`, args)) {
-      count(periodKey(Number(x.qh) * 900_000, kind, q.timezone), Number(x.n))
+    for (const x of await db.all<{ qh: number; n: number }>(`SELECT ${QUARTER_HOUR_SQL} AS qh, count(*) AS n ${from} GROUP BY qh`, args)) {
+      count(periodKey(Number(x.qh), kind, q.timezone), Number(x.n))
       total += Number(x.n)
     }
   } else {
