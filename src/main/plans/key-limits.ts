@@ -4,19 +4,24 @@ import { header, type MeterReading, type MeterWindow, num, resetTime } from './t
 const ANTHROPIC = /^anthropic-ratelimit-(requests|tokens|input-tokens|output-tokens)-(limit|remaining|reset)$/
 const OPENAI = /^x-ratelimit-(limit|remaining|reset)-([a-z0-9_-]+)$/
 
-/** OpenAI's reset durations: `1s`, `6m0s`, `20ms`, `1h2m3.5s`. */
+const UNIT_MS: Record<string, number> = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, 'µs': 0.001, ns: 0.000_001 }
+const DURATION = /^(?:\d+(?:\.\d+)?(?:d|h|ms|m|s|us|µs|ns)\s*)+$/
+
+/**
+ * A wait: plain seconds (Cerebras's `33011.38`), or a duration of units as OpenAI, Groq and
+ * Google send it (Go's and protobuf's: `20ms`, `6m0s`, `2m59.56s`, `161h39m41.3s`, `1.5µs`;
+ * `d` for days, which none of them is known to send, read as 24 hours, not left out). Null for
+ * anything else: a text with a part that is not a duration is not read in part.
+ */
 export function durationMs(v: string | undefined): number | null {
   if (!v) return null
   const plain = num(v)
   if (plain !== null) return plain * 1000
+  const text = v.trim()
+  if (!DURATION.test(text)) return null
   let total = 0
-  let matched = false
-  for (const m of v.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)) {
-    matched = true
-    const n = Number(m[1])
-    total += m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : m[2] === 'm' ? n * 60_000 : n * 3_600_000
-  }
-  return matched ? total : null
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(d|h|ms|m|s|us|µs|ns)/g)) total += Number(m[1]) * UNIT_MS[m[2]]
+  return total
 }
 
 interface Part {
