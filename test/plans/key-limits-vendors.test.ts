@@ -12,6 +12,11 @@ let answer: { status: number; headers: Record<string, string>; body: string | Bu
  * read as its hours alone (2 h): the parts of a duration were summed where they matched a unit,
  * and `d` was none. No vendor Burnrate knows sends days (Go's and protobuf's durations stop at
  * hours), but a wait is read whole or not at all.
+ *
+ * OpenRouter sends its own rate limits only on the 429 of one (its free models' requests per minute
+ * and per day), as `X-RateLimit-Limit`, `-Remaining` and `-Reset` (the epoch in ms) with no name
+ * after them (OpenRouter's Limits docs): Burnrate read only the named family
+ * (`x-ratelimit-limit-requests`), so a key out of its free requests showed no window at all.
  */
 describe("per-key limits OpenRouter and others send", () => {
   let upstream: MockUpstream
@@ -30,6 +35,27 @@ describe("per-key limits OpenRouter and others send", () => {
     const accounts = (await request(`${t.url}/api/dashboard/plans`)).json().accounts as any[]
     return accounts.find((x) => x.provider === provider)?.windows as any[] | undefined
   }
+
+  it("OpenRouter's 429 for its free models' day: window requests, full, until the reset it names", async () => {
+    const reset = Date.parse('2026-12-08T00:00:00Z')
+    answer = {
+      status: 429,
+      headers: { 'X-RateLimit-Limit': '50', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(reset) },
+      body: JSON.stringify({
+        error: {
+          message: 'Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day',
+          code: 429,
+          metadata: { headers: { 'X-RateLimit-Limit': '50', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(reset) }, provider_name: null },
+        },
+      }),
+    }
+    const r = await postJson(`${t.url}/openrouter/v1/chat/completions`, { model: 'meta-llama/llama-3.3-70b-instruct:free', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-or-v1-test-000000000001' })
+    expect(r.status).toBe(429)
+    const windows = await windowsOf('openrouter')
+    expect(windows).toHaveLength(1)
+    expect(windows![0]).toMatchObject({ name: 'requests', utilization: 1, status: 'rejected' })
+    expect(Date.parse(windows![0].resets_at)).toBe(reset)
+  })
 
   it('a reset given in days (1d2h) is 26 hours away, not 2', async () => {
     answer = {

@@ -3,6 +3,8 @@ import { header, type MeterReading, type MeterWindow, num, resetTime } from './t
 
 const ANTHROPIC = /^anthropic-ratelimit-(requests|tokens|input-tokens|output-tokens)-(limit|remaining|reset)$/
 const OPENAI = /^x-ratelimit-(limit|remaining|reset)-([a-z0-9_-]+)$/
+/** The family without a name (`x-ratelimit-limit`), as OpenRouter's own 429s send it. */
+const PLAIN = /^x-ratelimit-(limit|remaining|reset)$/
 
 const UNIT_MS: Record<string, number> = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, 'µs': 0.001, ns: 0.000_001 }
 const DURATION = /^(?:\d+(?:\.\d+)?(?:d|h|ms|m|s|us|µs|ns)\s*)+$/
@@ -22,6 +24,17 @@ export function durationMs(v: string | undefined): number | null {
   let total = 0
   for (const m of text.matchAll(/(\d+(?:\.\d+)?)(d|h|ms|m|s|us|µs|ns)/g)) total += Number(m[1]) * UNIT_MS[m[2]]
   return total
+}
+
+/**
+ * The reset of the family without a name: OpenRouter's is the epoch in ms (`1788220800000`); an
+ * epoch in seconds, or a small number as seconds to wait, or a duration are read too.
+ */
+function plainReset(v: string | undefined, now: number): number | null {
+  const n = num(v)
+  if (n !== null && n >= 1_000_000_000) return resetTime(v)
+  const d = durationMs(v)
+  return d === null ? resetTime(v) : now + d
 }
 
 interface Part {
@@ -49,7 +62,10 @@ function openaiMinutes(name: string, provider: string | undefined): number | nul
 
 function fromParts(parts: Map<string, Part>): MeterWindow[] {
   const out: MeterWindow[] = []
-  for (const [name, p] of parts) {
+  for (const [key, p] of parts) {
+    // The unnamed family is a count of requests, unless the answer also names its requests' limit.
+    const name = key === '' ? 'requests' : key
+    if (key === '' && parts.has('requests')) continue
     if (p.limit == null || p.remaining == null || !(p.limit > 0)) continue
     out.push({
       name,
@@ -66,8 +82,10 @@ function fromParts(parts: Map<string, Part>): MeterWindow[] {
  * An API key's rate limits: Anthropic's `anthropic-ratelimit-{requests,tokens,input-tokens,
  * output-tokens}-{limit,remaining,reset}` (reset RFC 3339) and the OpenAI-style
  * `x-ratelimit-{limit,remaining,reset}-{requests,tokens,…}` (reset a duration such as `6m0s`)
- * that OpenAI, Groq, OpenRouter and others send (Cerebras's with the period in the name,
- * `x-ratelimit-limit-requests-day`). Utilization is the used share of the limit. The window's
+ * that OpenAI, Groq and others send (Cerebras's with the period in the name,
+ * `x-ratelimit-limit-requests-day`), and the family without a name, `x-ratelimit-{limit,remaining,
+ * reset}`, which OpenRouter sends only on a 429 of its own limits (reset the epoch in ms; its
+ * answers that succeed carry none): a window `requests`. Utilization is the used share of the limit. The window's
  * length: a minute for Anthropic's (its limits are per minute), else what `openaiMinutes` knows of
  * `provider`'s (the proxy's provider name), null when it is not known.
  */
@@ -96,6 +114,14 @@ export function readKeyLimits(headers: IncomingHttpHeaders, now = Date.now(), pr
         const d = durationMs(header(headers, name))
         p.reset = d === null ? null : now + d
       } else p[m[1] as 'limit' | 'remaining'] = num(value)
+      continue
+    }
+    m = PLAIN.exec(name)
+    if (m) {
+      // OpenRouter's count requests (its free models' per minute and per day); it does not say which.
+      const p = part('', null)
+      if (m[1] === 'reset') p.reset = plainReset(value, now)
+      else p[m[1] as 'limit' | 'remaining'] = num(value)
       continue
     }
     if (name.startsWith('anthropic-ratelimit-') && !name.startsWith('anthropic-ratelimit-unified-')) details[name.slice(20)] = value
