@@ -98,9 +98,10 @@ export class TrayPresenter {
   }
 
   /**
-   * Schedules a redraw at the earliest reset ahead among the budget levels and plan windows, when
-   * it comes before the next refresh: the tracker speaks only when an answer is read, so a plan
-   * window at 97% that resets at 14:20 read "5h 97% · resets 14:20" past 14:20 until then.
+   * Schedules a redraw at the earliest reset ahead among the budget levels and plan windows, or
+   * plan window's run-out time, when it comes before the next refresh: the tracker speaks only
+   * when an answer is read, so a plan window at 97% that resets at 14:20 read "5h 97% · resets
+   * 14:20" past 14:20 until then, and one whose pace ran out at 13:05 read "out at 13:05" after it.
    */
   private redrawAtReset(alerts: readonly BudgetAlert[], plans: ReturnType<PlanSource['list']>): void {
     if (this.resetTick !== null) this.timers.clearTimeout(this.resetTick)
@@ -112,7 +113,13 @@ export class TrayPresenter {
       if (t > now && t < next) next = t
     }
     for (const a of alerts) consider(a.resets_at)
-    for (const account of plans) for (const w of account.windows) consider(w.resets_at)
+    // A run-out time too: read again then, the pace gives a later one (or none), never one passed.
+    for (const account of plans) {
+      for (const w of account.windows) {
+        consider(w.resets_at)
+        consider(w.projected_exhausted_at)
+      }
+    }
     if (next - now < (this.opts.refreshMs ?? 30_000)) this.resetTick = this.timers.setTimeout(() => this.throttle.request(), next - now + 1)
   }
 
