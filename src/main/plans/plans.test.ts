@@ -102,6 +102,17 @@ describe('vendor meters from response headers', () => {
     expect(o.windows[0]).toMatchObject({ name: 'requests', utilization: 0.002, resets_at: T0 + 360_000 })
     expect(durationMs('1h2m3.5s')).toBe(3_723_500)
     expect(durationMs('20ms')).toBe(20)
+    expect(durationMs('1d2h')).toBe(93_600_000)
+    expect(durationMs('1.5µs')).toBe(0.0015)
+    expect(durationMs('2h soon')).toBeNull()
+    expect(durationMs('1m30')).toBeNull()
+    // The family with no name (OpenRouter's 429): requests, its reset the epoch in ms, else seconds to wait.
+    const or = readKeyLimits({ 'x-ratelimit-limit': '20', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(T0 + 42_000) }, T0)!
+    expect(or.windows).toEqual([{ name: 'requests', utilization: 1, resets_at: T0 + 42_000, status: 'rejected', window_minutes: null }])
+    expect(readKeyLimits({ 'x-ratelimit-limit': '20', 'x-ratelimit-remaining': '5', 'x-ratelimit-reset': '42' }, T0)!.windows[0].resets_at).toBe(T0 + 42_000)
+    // One that also names its requests' limit: that one is the window.
+    const both = readKeyLimits({ 'x-ratelimit-limit': '20', 'x-ratelimit-remaining': '0', 'x-ratelimit-limit-requests': '500', 'x-ratelimit-remaining-requests': '400' }, T0)!
+    expect(both.windows.map((w) => [w.name, w.utilization])).toEqual([['requests', 0.2]])
   })
 
   it('prefers a plan meter and ignores responses without one', () => {
