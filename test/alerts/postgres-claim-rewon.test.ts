@@ -79,10 +79,13 @@ describe("a rolling window's claim another instance has won again (PostgreSQL)",
     expect(rewon).toHaveLength(1)
     expect(rewon[0].owner).not.toBe(claimed[0].owner)
     await eventually(() => thresholdDeliveries(b).some((d) => d.status === 'delivered'), 20_000)
+    // Delivered, B's claim is settled (held by no instance: alerts/handover.ts); read it once it is.
+    await eventually(async () => (await b.store.all<{ owner: string | null }>('SELECT owner FROM alert_claims'))[0]?.owner === null, 20_000)
+    const settled = await b.store.all<{ owner: string | null }>('SELECT owner FROM alert_claims')
     // A shuts down with its retry still waiting: the claim it lets go is B's now, which stands.
     expect(thresholdDeliveries(a).some((d) => d.status === 'pending')).toBe(true)
     await a.stop()
-    expect(await b.store.all<{ owner: string }>('SELECT owner FROM alert_claims')).toEqual(rewon)
+    expect(await b.store.all<{ owner: string | null }>('SELECT owner FROM alert_claims')).toEqual(settled)
     // C, started later with the same webhook, reads the crossing back as sent.
     const c = await pgBudgetServer(h, url, config)
     await eventually(() => (budgetsOf(c.server.context).feed?.stats.reloads ?? 0) > 0, 20_000)
