@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import zlib from 'node:zlib'
+import { dropUnreadBody } from '../../http/unread-body'
 
 export const DEFAULT_MAX_REQUEST = 100 * 1024 * 1024
 
@@ -42,11 +43,17 @@ export class BodyMemory {
  * Reads a request body whole, up to `limit` bytes (BodyTooLarge past it); null when the request
  * has none. With `memory`, the body's bytes are taken from it (BodyMemoryFull when there is no
  * room; what was taken is given back); the caller gives a returned body's length back when done.
+ * A body refused, by its Content-Length or as it comes, is read and dropped only so far, and its
+ * connection closed past that (../../http/unread-body.ts): reading its rest to keep the connection
+ * let a client stream gigabytes into the proxy.
  */
 export function readBody(req: IncomingMessage, limit: number, memory?: BodyMemory): Promise<Buffer | null> {
   const len = req.headers['content-length']
   if (len === undefined && req.headers['transfer-encoding'] === undefined) return Promise.resolve(null)
-  if (len !== undefined && Number(len) > limit) return Promise.reject(new BodyTooLarge())
+  if (len !== undefined && Number(len) > limit) {
+    dropUnreadBody(req)
+    return Promise.reject(new BodyTooLarge())
+  }
   let taken = 0
   if (memory && len !== undefined) {
     const n = Number(len) || 0
@@ -68,7 +75,7 @@ export function readBody(req: IncomingMessage, limit: number, memory?: BodyMemor
       if (memory && size > taken) {
         if (!memory.take(size - taken)) {
           req.removeAllListeners('data')
-          req.resume()
+          dropUnreadBody(req)
           fail(new BodyMemoryFull())
           return
         }
@@ -76,7 +83,7 @@ export function readBody(req: IncomingMessage, limit: number, memory?: BodyMemor
       }
       if (size > limit) {
         req.removeAllListeners('data')
-        req.resume()
+        dropUnreadBody(req)
         fail(new BodyTooLarge())
         return
       }
