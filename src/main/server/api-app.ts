@@ -1,6 +1,7 @@
 import type http from 'node:http'
 import type { Express } from 'express'
 import { sendError } from '../http/errors'
+import { dropUnreadBody } from '../http/unread-body'
 import type { Logger } from '../log'
 import { expressModule, type ExpressModule, loadExpress } from './express-module'
 import { createApiApp, finishApiApp } from './express'
@@ -55,6 +56,11 @@ export class ApiApp implements ApiRoutes {
   }
 
   handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    // A request answered with its body unread (a POST to no route, a wrong media type, a body a
+    // route refuses before reading it) has that body read only so far (../http/unread-body.ts):
+    // Node's own way read the rest, however long, to keep the connection. ('prefinish': at
+    // 'finish' Node has begun that, and no longer passes the body's bytes on.)
+    if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) res.once('prefinish', () => dropUnreadBody(req))
     if (this.bareRoutes.size > 0 && (req.method === 'GET' || req.method === 'HEAD')) {
       const bare = this.bareRoutes.get(pathOf(req.url ?? '/'))
       if (bare) {
