@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express'
 import { bodyProblem, EMPTY_BODY } from '../http/body-errors'
 import { errorBody, STATUS_OF } from '../http/errors'
+import { closePast, dropUnreadBody, REFUSED_BODY_BYTES } from '../http/unread-body'
 import { expressModule } from '../server/express-module'
 import { duplicatedKey, type Watched } from '../proxy/ws/duplicate-keys'
 
@@ -40,7 +41,7 @@ export function jsonBody(once?: Watched): RequestHandler[] {
   const requireJson: RequestHandler = (req, res, next) => {
     if (declaredJson(req, res)) next()
   }
-  const parse = expressModule().json({ limit: MAX_BODY_BYTES, type: () => true, strict: false, verify: once ? keepText : notEmpty })
+  const parse = boundedJson(MAX_BODY_BYTES, once ? keepText : notEmpty)
   if (!once) return [requireJson, parse]
   const namedOnce: RequestHandler = (req, res, next) => {
     const text = TEXT.get(req)
@@ -53,6 +54,31 @@ export function jsonBody(once?: Watched): RequestHandler[] {
     res.status(400).json(errorBody('invalid_request', `The request body names "${key}" more than once; name each field once (JSON readers differ on which of its values they keep).`, { param: key }))
   }
   return [requireJson, parse, namedOnce]
+}
+
+/**
+ * express.json up to `limit` bytes (any JSON value: not strict), with a body it refuses read only
+ * so far. express.json reads such a body (over the limit, not decompressing) to its end before it
+ * answers, however long: a client could stream gigabytes into the server, and one that waits for
+ * the answer before sending more never got it. A body whose Content-Length is over the limit (not
+ * compressed) is refused at once (413, as express.json says it) and read and dropped only so far
+ * (../http/unread-body.ts); one that comes otherwise has its connection closed once
+ * REFUSED_BODY_BYTES past the limit have come.
+ */
+export function boundedJson(limit: number, verify: (req: any, res: any, body: Buffer) => void): RequestHandler {
+  const parse = expressModule().json({ limit, type: () => true, strict: false, verify })
+  return (req, res, next) => {
+    const len = req.headers['content-length']
+    const encoding = req.headers['content-encoding']
+    if (len !== undefined && Number(len) > limit && (encoding === undefined || encoding.toLowerCase() === 'identity')) {
+      dropUnreadBody(req)
+      next(Object.assign(new Error('request entity too large'), { type: 'entity.too.large', status: 413, expected: Number(len), limit }))
+      return
+    }
+    parse(req, res, next)
+    // (Only a body express.json is reading: it has a listener for it.)
+    if (!req.complete && req.listenerCount('data') > 0) closePast(req, limit + REFUSED_BODY_BYTES)
+  }
 }
 
 /** A body's text (decompressed, no BOM) while its fields are checked, for `jsonBody(once)`. */

@@ -23,3 +23,16 @@ export function dropUnreadBody(req: IncomingMessage): void {
   })
   req.resume()
 }
+
+/**
+ * For a body another reads (a parser that, once it has refused the body, reads the rest to its
+ * end before it answers): its connection is closed once more than `bytes` of it have come. Adds a
+ * listener to the body's bytes: for a request read whole, not for one on the proxy's way.
+ */
+export function closePast(req: IncomingMessage, bytes: number): void {
+  let size = 0
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length
+    if (size > bytes) req.socket.destroy()
+  })
+}

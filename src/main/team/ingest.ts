@@ -3,7 +3,7 @@ import { INGEST_MAX_CALLS, type IngestResult } from '../../shared/api'
 import { RollupWriter } from '../dashboard/rollup/writer'
 import { bodyProblem } from '../http/body-errors'
 import { errorBody, STATUS_OF } from '../http/errors'
-import { declaredJson, notEmpty } from '../admin/json-body'
+import { boundedJson, declaredJson, notEmpty } from '../admin/json-body'
 import type { PgLedger } from '../ledger/pg/pg-ledger'
 import { bearerToken } from '../security/secrets'
 import { slowDownFailures } from '../security/throttle'
@@ -13,7 +13,7 @@ import { type FoldRollups, type Stored, storeIngested, storeIngestedPg } from '.
 import { type IngestRow, readIngestBatch, rejection } from './validate'
 
 /** Largest ingest body: a full batch of calls with long names fits many times over. */
-export const INGEST_MAX_BODY = '8mb'
+export const INGEST_MAX_BODY = 8 * 1024 * 1024 // 8mb
 
 /**
  * `POST /api/ingest` on a team server (contract: Additions for the second wave): calls another
@@ -51,7 +51,7 @@ export function ingestRoutes(ctx: ServerContext): void {
       next()
     })
     // Not strict: JSON that is no object (`null`) gets the handler's words, not "not valid JSON".
-    router.use(express.json({ limit: INGEST_MAX_BODY, type: () => true, strict: false, verify: notEmpty }))
+    router.use(boundedJson(INGEST_MAX_BODY, notEmpty))
     router.post('/', async (req: Request, res: Response, next) => {
       try {
         const member = memberOf(req)!
@@ -110,7 +110,7 @@ export function ingestRoutes(ctx: ServerContext): void {
       }
     })
     router.use(((err, req, res, next) => {
-      const problem = bodyProblem(err, req, `The request body is larger than ${INGEST_MAX_BODY}; send fewer calls per request.`)
+      const problem = bodyProblem(err, req, 'The request body is larger than 8mb; send fewer calls per request.')
       if (problem === null) next(err)
       else res.status(STATUS_OF[problem.type]).json(errorBody(problem.type, problem.message, { param: 'calls' }))
     }) as ErrorRequestHandler)
