@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest'
-import { answerWhileSending, FAR_PAST, streamBody } from '../support/refused-stream'
-import { serverOverMockUpstream } from '../support/server'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { answerWhileSending, FAR_PAST, streamBody, twoOnOneConnection } from '../support/refused-stream'
+import { serverOverMockUpstream, startTestServer, type TestServer } from '../support/server'
 
 /**
  * A proxied call whose body is over the limit read whole (100 MB) is answered 413 before the rest
@@ -40,5 +40,44 @@ describe('a proxied call over the body limit', () => {
     })
     expect(res.status).toBe(200)
     await res.arrayBuffer()
+  })
+})
+
+/**
+ * A proxied call refused on its headers, before its body is read (TRACE: 405; a provider turned
+ * off in the config: 404), has its body read and dropped only so far too.
+ */
+describe('a proxied call refused before its body is read', () => {
+  let off: TestServer
+  beforeAll(async () => {
+    off = await startTestServer({ providers: { openai: { enabled: false } } }, env.upstream.url)
+  })
+  afterAll(async () => {
+    await off?.cleanup()
+  })
+  const offPort = (): number => Number(new URL(off.url).port)
+  const offChat = (): string => `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${offPort()}\r\nContent-Type: application/json\r\n`
+  const trace = (): string => `TRACE /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nContent-Type: application/json\r\n`
+
+  it('TRACE: answered 405 in the contract shape, and the connection closed as the body goes on', async () => {
+    const r = await answerWhileSending(port(), trace())
+    expect(r.status).toBe('HTTP/1.1 405 Method Not Allowed')
+    expect(r.body.error.type).toBe('method_not_allowed')
+    const streamed = await streamBody(port(), trace())
+    expect(streamed.closed).toBe(true)
+    expect(streamed.sent).toBeLessThan(FAR_PAST)
+  })
+
+  it('a provider turned off: answered 404 in the contract shape, and the connection closed as the body goes on', async () => {
+    const r = await answerWhileSending(offPort(), offChat())
+    expect(r.status).toBe('HTTP/1.1 404 Not Found')
+    expect(r.body.error.type).toBe('not_found')
+    const streamed = await streamBody(offPort(), offChat(), true)
+    expect(streamed.closed).toBe(true)
+    expect(streamed.sent).toBeLessThan(FAR_PAST)
+  })
+
+  it('a small body sent whole: answered, and the connection stays usable', async () => {
+    expect(await twoOnOneConnection(offPort(), offChat(), 200_000)).toEqual(['HTTP/1.1 404 Not Found', 'HTTP/1.1 404 Not Found'])
   })
 })

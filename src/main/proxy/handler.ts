@@ -4,6 +4,7 @@ import type { Dispatcher } from 'undici'
 import { performance } from 'node:perf_hooks'
 import type { SessionInference } from '../agents/sessions'
 import { sendError } from '../http/errors'
+import { dropUnreadBody } from '../http/unread-body'
 import type { CallLedger as Ledger } from '../ledger/types'
 import type { Logger } from '../log'
 import type { Pricer } from '../pricing/price'
@@ -104,12 +105,15 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       const ts = Date.now()
       const upstream = route.upstream
       const provider = upstream.provider
+      // Refused on its headers: the body is read only so far (../http/unread-body.ts).
       if (!upstream.enabled) {
         sendError(res, 'not_found', `The ${provider.name} provider is turned off in the config (providers.${provider.name}.enabled).`)
+        dropUnreadBody(req)
         return DONE
       }
       if (!upstream.baseUrl) {
         sendError(res, 'not_found', `The ${provider.name} provider has no upstream: ${provider.noUpstreamHint ?? `set providers.${provider.name}.base_url in the config`}.`)
+        dropUnreadBody(req)
         return DONE
       }
       // Under way from here, not only once its body is in: a shutdown lets a call whose body is

@@ -2,6 +2,7 @@ import http from 'node:http'
 import type { Socket } from 'node:net'
 import { answerClientError } from '../http/client-error'
 import { sendError } from '../http/errors'
+import { dropUnreadBody } from '../http/unread-body'
 import type { Logger } from '../log'
 import type { ProxyHandler } from '../proxy/handler'
 import { endAndClose } from '../proxy/ws/upgrade-answer'
@@ -42,6 +43,7 @@ export function createDispatch(d: {
     if (route && (req.method === 'TRACE' || req.method === 'TRACK')) {
       // TRACE echoes the request (credentials included) back; no provider API needs it.
       refuseMethod(res, req.method)
+      dropUnreadBody(req)
       return
     }
     if (route) {
