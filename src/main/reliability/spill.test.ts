@@ -19,7 +19,11 @@ describe('spill files', () => {
       expect(spillFiles(dir)).toEqual([a, b])
       expect(readSpill(a).map((r) => r.session)).toEqual(['a', 'b'])
       expect(readSpill(b).map((r) => r.session)).toEqual(['c'])
-      expect(() => writeSpill(dir, [row('x')], 1000)).toThrow()
+      // A name taken in the same millisecond: the next free one, never the other file overwritten.
+      const c = writeSpill(dir, [row('x')], 1000)
+      expect(c).not.toBe(a)
+      expect(readSpill(a).map((r) => r.session)).toEqual(['a', 'b'])
+      expect(readSpill(c).map((r) => r.session)).toEqual(['x'])
       expect(spillFiles(join(dir, 'missing'))).toEqual([])
     } finally {
       rmSync(dir, { recursive: true, force: true })
