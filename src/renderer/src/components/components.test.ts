@@ -4,13 +4,14 @@ import { createPinia, setActivePinia } from 'pinia'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { nextTick } from 'vue'
 import { err, fakeServer, flush } from '../testing/fake-server'
-import { alertsLog, budgets, call, costs, sessions, summary } from '../testing/sample'
+import { alertsLog, budgets, call, costs, sessions, stats, summary } from '../testing/sample'
 import AlertDeliveries from './AlertDeliveries.vue'
 import ApiKeys from './ApiKeys.vue'
 import BudgetForecast from './BudgetForecast.vue'
 import BreakdownTable from './BreakdownTable.vue'
 import BudgetRules from './BudgetRules.vue'
 import ConnectPanel from './ConnectPanel.vue'
+import ErrorStats from './ErrorStats.vue'
 import ExpensiveTable from './ExpensiveTable.vue'
 import LimitBar from './LimitBar.vue'
 import Money from './Money.vue'
@@ -60,6 +61,15 @@ describe('SummaryCards', () => {
     const plans = mount(SummaryCards, { props: { summary: summary({ today_requests: 4, today_billed_requests: 0, avg_cost_per_request_usd: 0 }), loading: false } })
     expect(plans.get('[data-testid="card-avg"] .value').text()).toBe('—')
     expect(plans.get('[data-testid="avg-over"]').text()).toMatch(/^0 billed calls today/)
+  })
+  it('reads a summary from a server before today_billed_requests (a rolling upgrade\'s older instance) as that server meant its average', () => {
+    // Such a server's average is over all of today's calls; the count of billed ones is unknown.
+    const { today_billed_requests: _, ...old } = summary({ today_requests: 10, avg_cost_per_request_usd: 0.09, today_unpriced_requests: 0 })
+    const w = mount(SummaryCards, { props: { summary: old as ReturnType<typeof summary>, loading: false } })
+    const card = w.get('[data-testid="card-avg"]')
+    expect(card.get('.value').text()).toBe('$0.09')
+    expect(card.get('[data-testid="avg-over"]').text()).not.toMatch(/NaN|undefined/)
+    expect(card.attributes('title') ?? '').not.toMatch(/NaN|undefined/)
   })
   it('shows skeletons before the first answer, not zeros', () => {
     const w = mount(SummaryCards, { props: { summary: null, loading: true } })
@@ -425,5 +435,15 @@ describe('ApiKeys with more keys than the server lists', () => {
     await nextTick()
     expect(last().text()).toContain('Other (5 more keys)')
     expect(last().text()).not.toContain('none')
+  })
+})
+
+describe('ErrorStats', () => {
+  it('reads stats from a server before billed_requests (a rolling upgrade\'s older instance) as that server meant its average', () => {
+    const { billed_requests: _, ...old } = stats()
+    const w = mount(ErrorStats, { props: { stats: old as ReturnType<typeof stats>, range: '24h', loading: false } })
+    const avg = w.findAll('dl > div').find((d) => d.text().startsWith('Avg cost'))!
+    expect(avg.get('[data-testid="stat-avg-cost"]').text()).toBe('$0.01')
+    expect(avg.attributes('title') ?? '').not.toMatch(/NaN|undefined/)
   })
 })
