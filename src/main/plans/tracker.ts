@@ -118,7 +118,16 @@ export class PlanTracker {
       // moves back to an earlier reset.
       if (st && endedBefore(w, st)) continue
       // A new window period (the reset moved by more than a drift): its pace starts afresh.
+      // A reset that slid, reading by reading, off the period's first (a key's limit whose reset is
+      // "now + duration", Groq's and OpenAI's `1m2s`: a sliding window) is a new period too, its pace
+      // from the reading before it: else a busy agent's window is one period for good, its pace
+      // drawn from a reading hours old.
       if (st && !samePeriod(st.latest.resets_at, w.resets_at)) st = undefined
+      else if (st && !samePeriod(st.period, w.resets_at)) {
+        const before = st.history.slice(-1)
+        st = { latest: w, period: w.resets_at, history: before }
+        a.windows.set(w.name, st)
+      }
       if (!st) {
         st = { latest: w, period: w.resets_at, history: [] }
         a.windows.set(w.name, st)
