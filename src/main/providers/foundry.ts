@@ -20,8 +20,9 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * too (../pricing/anthropic-fast.ts). The client's key (`x-api-key`, as the Foundry SDKs send it, or Azure's `api-key`) or
  * Microsoft Entra ID token (`Authorization: Bearer`) is passed on as it came.
  *
- * Claude's fast mode is a deployment of a fast-mode model (`fastModeBase`: its id ends in `-fast`),
- * not a request's `speed`: recorded as the model without the suffix, marked fast.
+ * Claude's fast mode is a deployment of a fast-mode model (`fastModeBase`: a Claude model's id
+ * ending in `-fast`), not a request's `speed`: recorded as the model without the suffix, marked
+ * fast. A deployment of another name ending in `-fast` (`team-opus-fast`) is its user's name, kept.
  *
  * Foundry serves no Message Batches, Files or models list: any path but Messages and token
  * counting is passed on and recorded unbilled.
@@ -55,14 +56,21 @@ export function inspectFoundry(req: RequestInfo, below = MESSAGES_API): CallShap
  * undefined for any other name.
  */
 export function fastModeBase(model: string): string | undefined {
-  return model.length > FAST_SUFFIX.length && model.endsWith(FAST_SUFFIX) ? model.slice(0, -FAST_SUFFIX.length) : undefined
+  if (!model.endsWith(FAST_SUFFIX)) return undefined
+  const base = model.slice(0, -FAST_SUFFIX.length)
+  // A deployment's name is its user's: `team-opus-fast` may be a standard deployment. Only a Claude
+  // model's id (`claude-…`, as Anthropic names every model) with the suffix is a fast-mode model's.
+  return CLAUDE_MODEL_ID.test(base) ? base : undefined
 }
 
 const FAST_SUFFIX = '-fast'
+/** The shape of Anthropic's model ids: `claude-opus-4-6`, `claude-3-5-haiku-20241022`. */
+const CLAUDE_MODEL_ID = /^claude-[a-z0-9][a-z0-9.-]*$/
 
 /**
  * A Foundry Messages answer, read as Anthropic's, of a deployment that may be a fast-mode model's:
- * such a call (its deployment's name, else its answer's model, ends in `-fast`) is recorded as
+ * such a call (its deployment's name, else its answer's model, is a Claude model's id ending in
+ * `-fast`) is recorded as
  * the model without the suffix and marked fast, unless its usage said which speed served it
  * (`speed: "standard"`). A request's `speed: "fast"` is read as on the Claude API.
  */
