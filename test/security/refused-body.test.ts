@@ -1,5 +1,6 @@
 import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FAR_PAST, streamBody } from '../support/refused-stream'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
@@ -22,40 +23,7 @@ afterAll(async () => {
   await s.cleanup()
 })
 
-/** How much the client would have to have sent for the server to have read a body past all bounds. */
-const FAR_PAST = 256 * 1024 * 1024
-
-/**
- * Sends `head` with a body of 10 GB and keeps sending until the server closes the connection or
- * FAR_PAST bytes have gone: what was sent, and the answer's status line when one came.
- */
-async function stream(head: string): Promise<{ sent: number; closed: boolean; status: string }> {
-  const sock = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true })
-  await new Promise((r) => sock.once('connect', r))
-  let answer = ''
-  let closed = false
-  sock.on('data', (d) => {
-    answer += d.toString('latin1')
-  })
-  sock.on('error', () => {
-    closed = true
-  })
-  sock.on('close', () => {
-    closed = true
-  })
-  sock.write(`${head}Content-Length: 10000000000\r\n\r\n`)
-  const chunk = Buffer.alloc(256 * 1024, 'a')
-  let sent = 0
-  try {
-    while (!closed && sent < FAR_PAST) {
-      if (!sock.write(chunk)) await new Promise<void>((r) => sock.once('drain', () => r()).once('close', () => r()))
-      sent += chunk.length
-    }
-  } finally {
-    sock.destroy()
-  }
-  return { sent, closed, status: answer.split('\r\n')[0] }
-}
+const stream = (head: string) => streamBody(port, head)
 
 /** Sends a request with a body of `size` bytes, whole, then reads its answer's status line. */
 function sendWhole(head: string, size: number): Promise<string> {
