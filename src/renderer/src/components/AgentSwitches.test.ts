@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { nextTick } from 'vue'
 import type { AgentConnection, ConnectPlan } from '../../../shared/connect'
 import { TOKEN_KEY, useAdmin } from '../stores/admin'
+import { useAgents } from '../stores/agents'
 import { err, fakeServer, flush } from '../testing/fake-server'
 import AgentSwitches from './AgentSwitches.vue'
 
@@ -108,6 +109,42 @@ describe('AgentSwitches', () => {
     await w.get('[data-testid="agent-claude-code"] button').trigger('click')
     await flush()
     expect(w.get('[role="alert"]').text()).toContain('is not valid JSON')
+  })
+  it('shows the plan of the last agent asked for, and none after Cancel, whatever order the answers come in', async () => {
+    let release!: () => void
+    let gate = new Promise<void>((r) => (release = r))
+    const codexPlan: ConnectPlan = { ...PLAN, id: 'plan-codex', agent: 'codex', changes: [{ ...PLAN.changes[0]!, file: '~/.codex/config.toml', diff: '+openai_base_url = "http://127.0.0.1:8787/v1"' }] }
+    const { w } = await ready({
+      'GET /api/admin/agents': () => ({ body: { url: URL, agents: [agent(), agent({ agent: 'codex', name: 'Codex CLI' })] } }),
+      'GET /api/admin/agents/claude-code/plan': async () => {
+        await gate
+        return { body: PLAN }
+      },
+      'GET /api/admin/agents/codex/plan': () => ({ body: codexPlan }),
+    })
+    await w.get('[data-testid="agent-claude-code"] button').trigger('click')
+    await w.get('[data-testid="agent-codex"] button').trigger('click')
+    await flush()
+    expect(w.get('[data-testid="agent-plan"]').text()).toContain('openai_base_url')
+    release()
+    await flush()
+    await nextTick()
+    // Claude Code's plan answered last, but Codex was asked for last: its plan stays.
+    expect(w.get('[data-testid="agent-plan"]').text()).toContain('openai_base_url')
+    expect(w.get('[data-testid="agent-plan"]').text()).not.toContain('ANTHROPIC_BASE_URL')
+
+    // Asked, then cancelled before the answer came: no plan appears afterwards.
+    const store = useAgents()
+    store.cancel()
+    gate = new Promise<void>((r) => (release = r))
+    const asked = store.preview('claude-code', 'connect')
+    await flush()
+    store.cancel()
+    release()
+    await asked
+    await nextTick()
+    expect(store.plan).toBeNull()
+    expect(w.find('[data-testid="agent-plan"]').exists()).toBe(false)
   })
 })
 

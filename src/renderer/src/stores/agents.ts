@@ -40,13 +40,18 @@ export const useAgents = defineStore('agents', () => {
     if (!loading) void load()
   }
 
+  // Only the newest preview's answer is shown; Cancel drops one still on its way.
+  let asked = 0
+
   /** Asks the server what connecting or disconnecting would change, to show it first. */
   async function preview(agent: string, action: 'connect' | 'disconnect'): Promise<void> {
+    const ask = ++asked
     error.value = ''
     try {
-      plan.value = await api<ConnectPlan>(`/api/admin/agents/${encodeURIComponent(agent)}/plan`, { params: { action }, token: admin.token })
+      const answer = await api<ConnectPlan>(`/api/admin/agents/${encodeURIComponent(agent)}/plan`, { params: { action }, token: admin.token })
+      if (ask === asked) plan.value = answer
     } catch (err) {
-      error.value = (err as Error).message
+      if (ask === asked) error.value = (err as Error).message
     }
   }
 
@@ -68,6 +73,7 @@ export const useAgents = defineStore('agents', () => {
   }
 
   function cancel(): void {
+    asked++
     plan.value = null
   }
 
