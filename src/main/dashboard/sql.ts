@@ -25,6 +25,16 @@ export function bytewise(q: SqlReader, column: string): string {
   return q.dialect === 'postgres' ? `${column} COLLATE "C"` : column
 }
 
+/**
+ * The start of the bucket of `size` ms that holds the instant `expr` (ms), in SQL alike on SQLite and
+ * PostgreSQL: floored, as the rollup writer and the timeseries floor (`Math.floor(ts / size) * size`).
+ * `expr / size` is not: both truncate toward zero, so an instant before 1970 fell in the next bucket.
+ */
+export function bucketStartSql(expr: string, size: number): string {
+  if (!Number.isSafeInteger(size) || size <= 0) throw new Error(`bucket size ${size}`)
+  return `(${expr} - ((${expr} % ${size}) + ${size}) % ${size})`
+}
+
 /** The sum of `expr` over the rows, 0 when there are none (SQLite's `total`, which PostgreSQL lacks). */
 export function total(expr: string): string {
   return `coalesce(sum(${expr}), 0)`

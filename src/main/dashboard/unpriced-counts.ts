@@ -1,5 +1,5 @@
 import type { SqlReader } from '../storage/sql'
-import { andMember, andTenant, indexedBy } from './sql'
+import { andMember, andTenant, bucketStartSql, indexedBy } from './sql'
 import type { Window } from './window'
 
 /**
@@ -54,17 +54,17 @@ export async function unpricedBy(
 
 /**
  * Unpriced calls in `w` per bucket of `size` ms (buckets start at multiples of `size` since the
- * epoch, as ./timeseries.ts lays them out), keyed by the bucket's start (ms). The index holds `ts`,
+ * epoch, floored, as ./timeseries.ts lays them out), keyed by the bucket's start (ms). The index holds `ts`,
  * so no call's row is read: a count per bucket of the index's range.
  */
 export async function unpricedByBucket(q: SqlReader, w: Window, size: number, tenant: string | null): Promise<Map<number, number>> {
-  if (!Number.isSafeInteger(size) || size <= 0) throw new Error(`bucket size ${size}`)
+  const b = bucketStartSql('ts', size)
   const rows = await q.all<{ b: number; n: number }>(
-    `SELECT ts / ${size} AS b, count(*) AS n ${from(q)}${andTenant(tenant)} GROUP BY ts / ${size}`,
+    `SELECT ${b} AS b, count(*) AS n ${from(q)}${andTenant(tenant)} GROUP BY ${b}`,
     { start: w.start, end: w.end, tenant },
   )
   const out = new Map<number, number>()
-  for (const r of rows) out.set(Number(r.b) * size, Number(r.n))
+  for (const r of rows) out.set(Number(r.b), Number(r.n))
   return out
 }
 

@@ -1,5 +1,5 @@
 import { isGroup } from '../dashboard/groups'
-import { bytewise, countIf, total } from '../dashboard/sql'
+import { bucketStartSql, bytewise, countIf, total } from '../dashboard/sql'
 import type { SqlReader } from '../storage/sql'
 import { REPORT_TIERS, type ReportDim, type ReportTier, reportDim } from '../dashboard/rollup/report'
 import { localParts, startOfDay, startOfMonth, startOfNextDay, startOfNextMonth, utcTime } from '../time/zone'
@@ -30,7 +30,7 @@ const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
  * on SQLite and PostgreSQL: floored, as `ts / 900000` is not (both truncate toward zero, so
  * a call stamped before 1970 fell in the next quarter hour, 1969-12-31 23:50 on 1970-01-01).
  */
-export const QUARTER_HOUR_SQL = '(ts - ((ts % 900000) + 900000) % 900000)'
+export const QUARTER_HOUR_SQL = bucketStartSql('ts', 900_000)
 
 export const isPeriodic = (kind: ReportKind): kind is 'daily' | 'weekly' | 'monthly' =>
   kind === 'daily' || kind === 'weekly' || kind === 'monthly'

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { bucketStartSql } from '../sql'
 import { TIERS } from './schema'
 import type { Dim } from './writer'
 
@@ -19,7 +20,7 @@ export function backfillDimRollups(db: Database.Database, dim: Dim, column: stri
     db.prepare(`
       INSERT INTO ${t.dims} (dim, bucket, tenant, key, provider, key_hint, requests, input_tokens, output_tokens,
                              cache_read_tokens, cache_write_tokens, cost_usd)
-      SELECT '${dim}', (ts / ${t.grain}) * ${t.grain}, tenant, ${column}, '', '', count(*), sum(input_tokens),
+      SELECT '${dim}', ${bucketStartSql('ts', t.grain)}, tenant, ${column}, '', '', count(*), sum(input_tokens),
              sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens),
              total(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END)
         FROM calls WHERE id <= (SELECT last_call_id FROM dash_state WHERE id = 1)
