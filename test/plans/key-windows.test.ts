@@ -3,6 +3,7 @@ import { fixture } from '../support/fixtures'
 import { postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { readKeyLimits } from '../../src/main/plans/key-limits'
 
 /** The rate-limit headers the mock upstream answers with. */
 let limits: Record<string, string> = {}
@@ -57,6 +58,31 @@ describe('per-key limit windows report their real length', () => {
     const r = await postJson(`${t.url}/cerebras/v1/chat/completions`, { model: 'llama3.1-8b', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer csk-test-000000000001' })
     expect(r.status).toBe(200)
     expect(await windowsOf('cerebras')).toEqual({ 'requests-day': 1440, 'tokens-minute': 1 })
+  })
+
+  it('a -month window is the calendar month (UTC) that holds the reading: its minutes, 28 to 31 days of them', async () => {
+    // It had no length (null), as if the vendor had not said it.
+    limits = {
+      'x-ratelimit-limit-tokens-month': '1000000000',
+      'x-ratelimit-remaining-tokens-month': '999000000',
+      'x-ratelimit-limit-tokens-minute': '500000',
+      'x-ratelimit-remaining-tokens-minute': '499000',
+    }
+    const before = Date.now()
+    const r = await postJson(`${t.url}/cerebras/v1/chat/completions`, { model: 'llama3.1-8b', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer csk-test-000000000002' })
+    const after = Date.now()
+    expect(r.status).toBe(200)
+    const monthOf = (ts: number) => {
+      const d = new Date(ts)
+      return (Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) - Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)) / 60_000
+    }
+    const got = (await windowsOf('cerebras'))['tokens-month']
+    expect([monthOf(before), monthOf(after)]).toContain(got)
+    const at = (iso: string) => readKeyLimits(limits, Date.parse(iso))!.windows.find((w) => w.name === 'tokens-month')!.window_minutes
+    expect(at('2026-02-14T12:00:00Z')).toBe(28 * 1440)
+    expect(at('2028-02-29T23:59:59.999Z')).toBe(29 * 1440)
+    expect(at('2026-04-01T00:00:00Z')).toBe(30 * 1440)
+    expect(at('2026-12-31T23:59:59Z')).toBe(31 * 1440)
   })
 
   it("OpenAI: its headers do not say the window's length, so none is claimed; Anthropic's limits are per minute", async () => {

@@ -49,13 +49,25 @@ interface Part {
 const SUFFIX_MINUTES: Record<string, number> = { minute: 1, hour: 60, day: 1440 }
 
 /**
- * The length of an OpenAI-style window: the name's suffix where it has one (Cerebras); Groq's
- * `requests` are per day and its `tokens` per minute (Groq's rate-limit docs); else unknown (OpenAI
- * and others do not say what period their `x-ratelimit-*` headers count).
+ * The minutes of the calendar month (UTC) that holds `now`: a `-month` window is read as the
+ * calendar month, 40,320 minutes (28 days) to 44,640 (31), not a fixed 30 days.
  */
-function openaiMinutes(name: string, provider: string | undefined): number | null {
-  const suffix = /-(minute|hour|day)$/.exec(name)
-  if (suffix) return SUFFIX_MINUTES[suffix[1]]
+export function calendarMonthMinutes(now: number): number {
+  const d = new Date(now)
+  const start = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
+  const end = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)
+  return (end - start) / 60_000
+}
+
+/**
+ * The length of an OpenAI-style window: the name's suffix where it has one (Cerebras's `-minute`,
+ * `-hour`, `-day`; `-month`, the calendar month that holds the reading); Groq's `requests` are per
+ * day and its `tokens` per minute (Groq's rate-limit docs); else unknown (OpenAI and others do not
+ * say what period their `x-ratelimit-*` headers count).
+ */
+function openaiMinutes(name: string, provider: string | undefined, now: number): number | null {
+  const suffix = /-(minute|hour|day|month)$/.exec(name)
+  if (suffix) return suffix[1] === 'month' ? calendarMonthMinutes(now) : SUFFIX_MINUTES[suffix[1]]
   if (provider === 'groq') return name === 'requests' ? 1440 : name === 'tokens' ? 1 : null
   return null
 }
@@ -109,7 +121,7 @@ export function readKeyLimits(headers: IncomingHttpHeaders, now = Date.now(), pr
     }
     m = OPENAI.exec(name)
     if (m) {
-      const p = part(m[2], openaiMinutes(m[2], provider))
+      const p = part(m[2], openaiMinutes(m[2], provider, now))
       if (m[1] === 'reset') {
         const d = durationMs(header(headers, name))
         p.reset = d === null ? null : now + d
