@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import { OutputText } from '../metering/output-text'
 import { type CutJsonShape, readCutJson } from '../metering/cut-json'
 import { type BilledSoFar, count, emptyUsage, isObject, type Usage } from '../metering/usage'
@@ -156,6 +157,27 @@ function countsTokens(m: Record<string, unknown>): boolean {
   return typeof m.promptTokenCount === 'number' || typeof m.candidatesTokenCount === 'number' || typeof m.totalTokenCount === 'number'
 }
 
+/**
+ * The tier the Gemini API's `x-gemini-service-tier` answer header says served the call (Google's
+ * Priority inference docs: a priority request over its limit is served at the standard tier, and
+ * the header says `standard`): `flex`, `priority` or `standard`; undefined for anything else.
+ * A `generateContent` answer's `usageMetadata` names no tier (the SDKs' UsageMetadata has only
+ * Vertex AI's `trafficType`), so the header is what tells a Flex or Priority call from a standard one.
+ */
+export function servedTier(h: IncomingHttpHeaders): 'flex' | 'priority' | 'standard' | undefined {
+  const raw = h['x-gemini-service-tier']
+  const v = (Array.isArray(raw) ? raw[0] : raw)?.trim().toLowerCase()
+  return v === 'flex' || v === 'priority' || v === 'standard' ? v : undefined
+}
+
+/** Marks `u` as billed at the tier the header named: Flex at batch rates, priority fast, standard neither. */
+function atTier(u: Usage, tier: 'flex' | 'priority' | 'standard'): void {
+  delete u.batch
+  delete u.fast
+  if (tier === 'flex') u.batch = true
+  else if (tier === 'priority') u.fast = true
+}
+
 /** The tier marks of a usage (Flex billed at batch rates, priority fast), or undefined when it has neither. */
 function tierOf(u: Usage | null): BilledSoFar | undefined {
   if (u?.batch) return { batch: true }
@@ -194,6 +216,8 @@ export class GeminiMeter implements Meter {
   private tier: BilledSoFar | undefined
   /** A cut answer's `usageMetadata` arrived whole: its counts are the bill, not a running floor. */
   private billed = false
+  /** The tier the answer's `x-gemini-service-tier` header named (`servedTier`): it, not `usageMetadata`, says what served the call. */
+  private served: 'flex' | 'priority' | 'standard' | undefined
 
   /**
    * `envelope`: each answer is `{response: <Gemini answer>, traceId}`, as Gemini Code Assist
@@ -241,6 +265,10 @@ export class GeminiMeter implements Meter {
     }
   }
 
+  headers(h: IncomingHttpHeaders): void {
+    this.served = servedTier(h)
+  }
+
   event(_name: string, data: string): void {
     let ev: unknown
     try {
@@ -284,10 +312,13 @@ export class GeminiMeter implements Meter {
 
   result(): MeterResult {
     const r: MeterResult = { usage: this.usage, model: this.model, responseId: this.id, complete: this.complete }
+    if (this.usage && this.served) atTier(this.usage, this.served)
+    // A cut answer's estimate is at the tier the header named, else at one a count-less usageMetadata named.
+    const tier: BilledSoFar | undefined = this.served ? (this.served === 'flex' ? { batch: true } : this.served === 'priority' ? { fast: true } : undefined) : this.tier
     // The searches are billed with the call: on its usage, or with the estimate of a stream cut before any.
     const searched = this.grounding?.usage()
     if (searched && this.usage) Object.assign(this.usage, searched)
-    else if (searched || this.tier) r.billedSoFar = { ...this.tier, ...searched }
+    else if (searched || tier) r.billedSoFar = { ...tier, ...searched }
     if (!this.usage) {
       r.outputText = this.text.join('')
       r.outputScale = this.text.scale
