@@ -222,8 +222,10 @@ export class GeminiMeter implements Meter {
   /**
    * `envelope`: each answer is `{response: <Gemini answer>, traceId}`, as Gemini Code Assist
    * (the API Gemini CLI uses when logged in with Google: ./code-assist.ts) sends them.
+   * `tierHeader`: the answer's `x-gemini-service-tier` header says which tier served it (the
+   * Gemini API's; Vertex AI says it in `usageMetadata.trafficType`).
    */
-  constructor(private readonly opts: { envelope?: boolean } = {}) {}
+  constructor(private readonly opts: { envelope?: boolean; tierHeader?: boolean } = {}) {}
 
   private take(answer: unknown): void {
     let obj = answer
@@ -266,7 +268,7 @@ export class GeminiMeter implements Meter {
   }
 
   headers(h: IncomingHttpHeaders): void {
-    this.served = servedTier(h)
+    if (this.opts.tierHeader) this.served = servedTier(h)
   }
 
   event(_name: string, data: string): void {
@@ -368,5 +370,5 @@ export const gemini: Provider = {
           ? new GeminiBatchMeter()
           : shape.lines
             ? new GeminiBatchFileMeter(downloadFileId(req.path))
-            : new GeminiMeter(),
+            : new GeminiMeter({ tierHeader: true }),
 }
