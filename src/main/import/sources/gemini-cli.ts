@@ -29,9 +29,11 @@ export const geminiCli: LogSource = {
       const calls = await geminiCalls(fileJsonLines(path, counter), project)
       return { calls, skipped: counter.skipped }
     }
+    // A file that cannot be read throws (the importer names it and reads it again next time); only its content is a bad line.
+    const text = await readFile(path, 'utf8')
     let records: any[]
     try {
-      const doc = JSON.parse(await readFile(path, 'utf8'))
+      const doc = JSON.parse(text)
       records = [doc, ...(Array.isArray(doc?.messages) ? doc.messages : [])]
     } catch {
       return { calls: [], skipped: 1 }

@@ -1,3 +1,4 @@
+import { closeSync, openSync } from 'node:fs'
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -44,11 +45,17 @@ export const opencode: LogSource = {
   },
 }
 
+/**
+ * One log's calls. A file that cannot be read (no permission: EACCES) throws its error, which the
+ * importer names as unreadable and reads again next time; only its content is counted as a bad
+ * line (counted so, it was taken as read, and its calls lost for good once it could be read).
+ */
 async function readLog(path: string, logins: ReadonlySet<string>): Promise<Parsed> {
   if (path.endsWith('.db')) return readDatabase(path, logins)
+  const text = await readFile(path, 'utf8')
   let msg: unknown
   try {
-    msg = JSON.parse(await readFile(path, 'utf8'))
+    msg = JSON.parse(text)
   } catch {
     return { calls: [], skipped: 1 }
   }
@@ -59,6 +66,8 @@ async function readLog(path: string, logins: ReadonlySet<string>): Promise<Parse
 }
 
 function readDatabase(path: string, logins: ReadonlySet<string>): Parsed {
+  // SQLite says only 'unable to open database file' of a file the user may not read: the file's own error first.
+  closeSync(openSync(path, 'r'))
   const out: Parsed = { calls: [], skipped: 0 }
   let db: Database.Database | null = null
   try {
