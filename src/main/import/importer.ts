@@ -165,8 +165,10 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
     const unreadable = (path: string) => void stats.unreadable.push(path)
     try {
       names = (source.list ? await source.list(root, unreadable) : await listFiles(root, unreadable)).sort()
-    } catch {
-      stats.missing.push(root)
+    } catch (err) {
+      // A folder there that cannot be read (no permission) is named as such, never taken for one that is not there.
+      if (fsError(err) && !vanished(err)) stats.unreadable.push(root)
+      else stats.missing.push(root)
       continue
     }
     // Opened at the first log that changed: a run with nothing new reads nothing else.
