@@ -160,6 +160,8 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
   // Every call is priced as it is stored.
   await opts.pricer.ready()
   const q = writerFor(db, opts)
+  // Every root's logs, then read in the source's order when it has one (Codex: oldest rollout first, whatever its folder).
+  const logs: { root: string; path: string }[] = []
   for (const root of roots) {
     let names: string[]
     const unreadable = (path: string) => void stats.unreadable.push(path)
@@ -171,47 +173,54 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
       else stats.missing.push(root)
       continue
     }
-    // Opened at the first log that changed: a run with nothing new reads nothing else.
-    let read: ((path: string) => Promise<Parsed>) | null = null
     for (const name of names) {
       const path = join(root, name)
-      if (!source.isLog(path)) continue
-      let st
-      try {
-        st = await stat(path)
-      } catch {
-        continue
-      }
-      if (!st.isFile()) continue
-      const stamp = await stampOf(st, source.companions?.(path) ?? [])
-      const seen = q.getFile.get(path) as { size: number; mtime_ms: number } | undefined
-      if (seen && seen.size === stamp.size && seen.mtime_ms === stamp.mtimeMs) {
-        stats.unchanged++
-        continue
-      }
-      stats.files++
-      read ??= source.open ? await source.open(root) : (p) => source.read(p, root)
-      let parsed: Parsed
-      try {
-        parsed = await read(path)
-      } catch (err) {
-        // One log that cannot be read is that log not read, never the others (nor a report's).
-        if (!fsError(err)) throw err
-        if (!vanished(err)) stats.unreadable.push(path)
-        continue
-      }
-      stats.skipped_lines += parsed.skipped
-      // Counted from the call's latest line, not its first: an answer streaming for longer than the
-      // wait has written lines for its first content blocks long before the proxy records it.
-      const ready = parsed.calls.filter((c) => (c.lastTs ?? c.ts) <= now - (opts.settleMs ?? 0))
-      const deferred = parsed.calls.length - ready.length
-      stats.deferred += deferred
-      await q.write(ready, opts, stats)
-      if (deferred === 0) q.setFile.run(path, stamp.size, stamp.mtimeMs)
+      if (source.isLog(path)) logs.push({ root, path })
     }
+  }
+  const order = source.readOrder
+  if (order) logs.sort((a, b) => compare(order(a.path), order(b.path)))
+  // A root's reader is opened at its first log that changed: a run with nothing new reads nothing else.
+  const readers = new Map<string, (path: string) => Promise<Parsed>>()
+  for (const { root, path } of logs) {
+    let st
+    try {
+      st = await stat(path)
+    } catch {
+      continue
+    }
+    if (!st.isFile()) continue
+    const stamp = await stampOf(st, source.companions?.(path) ?? [])
+    const seen = q.getFile.get(path) as { size: number; mtime_ms: number } | undefined
+    if (seen && seen.size === stamp.size && seen.mtime_ms === stamp.mtimeMs) {
+      stats.unchanged++
+      continue
+    }
+    stats.files++
+    let read = readers.get(root)
+    if (!read) readers.set(root, (read = source.open ? await source.open(root) : (p) => source.read(p, root)))
+    let parsed: Parsed
+    try {
+      parsed = await read(path)
+    } catch (err) {
+      // One log that cannot be read is that log not read, never the others (nor a report's).
+      if (!fsError(err)) throw err
+      if (!vanished(err)) stats.unreadable.push(path)
+      continue
+    }
+    stats.skipped_lines += parsed.skipped
+    // Counted from the call's latest line, not its first: an answer streaming for longer than the
+    // wait has written lines for its first content blocks long before the proxy records it.
+    const ready = parsed.calls.filter((c) => (c.lastTs ?? c.ts) <= now - (opts.settleMs ?? 0))
+    const deferred = parsed.calls.length - ready.length
+    stats.deferred += deferred
+    await q.write(ready, opts, stats)
+    if (deferred === 0) q.setFile.run(path, stamp.size, stamp.mtimeMs)
   }
   return stats
 }
+
+const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 
 /**
  * What tells whether a log changed since the last import: its size and mtime, with its

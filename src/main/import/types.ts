@@ -70,6 +70,12 @@ export interface LogSource {
    * a subfolder that cannot be read goes to `unreadable`, the others are listed.
    */
   list?(root: string, unreadable: (path: string) => void): Promise<string[]>
+  /**
+   * The key logs are read in, across every root (default: each root's in turn, by path): a log
+   * whose calls another copies (a Codex fork copies its parent's) is read before the copy, wherever
+   * it is, so its calls are stored with their own lines' times.
+   */
+  readOrder?(path: string): string
   /** Whether a file under a root is one of this agent's logs. */
   isLog(path: string): boolean
   /**

@@ -32,6 +32,9 @@ export const codex: LogSource = {
   },
   // Compressed once Codex no longer writes to it (`.jsonl.zst`; its `.jsonl.zst.compress.<n>.tmp` while under way is not one).
   isLog: (path) => basename(path).startsWith('rollout-') && (path.endsWith('.jsonl') || (ZSTD && path.endsWith('.jsonl.zst'))),
+  // Oldest first, whatever its folder (Codex names a rollout by its start time, `rollout-<time>-<id>`; an archived one is in
+  // archived_sessions/): a fork's copies of its parent's calls, stamped when the fork was made, are then its parent's, at their time.
+  readOrder: (path) => basename(path).replace(/\.zst$/, ''),
   // Read a chunk at a time, as Claude Code's: a long session's rollout holds every tool output (../lines.ts).
   async read(path) {
     const counter = { skipped: 0 }
