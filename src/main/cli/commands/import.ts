@@ -34,6 +34,8 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
                   opencode     ~/.local/share/opencode ($XDG_DATA_HOME/opencode)`)
     .action(async (agent: LogAgent | 'all', o) => {
       if (agent === 'all' && o.path) throw new CliError('--path needs one agent, not all', EXIT.usage)
+      // Every folder given is there, before anything is read or made: with several, one mistyped was left out unsaid.
+      if (o.path) checkPaths(o.path)
       const config = configOf(o)
       // With --local too: the file is written either way, and a server beside it may be recording the newest calls.
       const serving = await serverRunning(o, ctx)
@@ -59,12 +61,6 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
               ...target,
             }),
           )
-        }
-        if (o.path && results[0].missing.length === results[0].roots.length) {
-          // A log file itself (`--path session.jsonl`) is there: 'no such folder' would send one looking for a typo.
-          const files = results[0].missing.filter((p: string) => statSync(p, { throwIfNoEntry: false })?.isFile())
-          if (files.length) throw new CliError(`--path takes the folder of the agent's logs, not a file: ${files.join(', ')}; give its folder (${dirname(files[0])})`)
-          throw new CliError(`no such folder: ${results[0].missing.join(', ')}`)
         }
         if (o.json) {
           ctx.stdout.write(JSON.stringify({ results }, null, 2) + '\n')
@@ -93,4 +89,29 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
         await ledger.close()
       }
     })
+}
+
+/**
+ * Refuses (exit 1) a `--path` that is not there, naming every such one: with one folder it was
+ * refused only after the ledger was opened, and with several a mistyped one was left out unsaid,
+ * its agent's calls missing from a run that looked whole. A log file itself (`--path
+ * session.jsonl`) is there: 'no such folder' would send one looking for a typo. One that cannot be
+ * looked at (no permission) is left to the import, which names it as unreadable.
+ */
+function checkPaths(paths: readonly string[]): void {
+  const missing: string[] = []
+  const files: string[] = []
+  for (const p of paths) {
+    let st
+    try {
+      st = statSync(p)
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      if (code === 'ENOENT' || code === 'ENOTDIR') missing.push(p)
+      continue
+    }
+    if (!st.isDirectory()) files.push(p)
+  }
+  if (files.length) throw new CliError(`--path takes the folder of the agent's logs, not a file: ${files.join(', ')}; give its folder (${dirname(files[0]!)})`)
+  if (missing.length) throw new CliError(`no such folder: ${missing.join(', ')}`)
 }
