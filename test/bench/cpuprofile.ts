@@ -12,6 +12,11 @@
  * function over several rounds (BENCH_PROFILE_ROUNDS, default 3), not by the whole call.
  * BENCH_PROFILE_MS: the profiled time per round (default 8000); BENCH_PROFILE_TOP: lines printed
  * (default 40); BENCH_PROFILE_SAVE=<dir> keeps each `.cpuprofile` (for DevTools).
+ * BENCH_PROFILE_TOTALS=<name>,<name>: also each named function's total time a call (its own and
+ * its callees', so what V8 inlines into it or not counts the same), the median over the rounds.
+ * BENCH_CLI_B=<build>/main/cli.js[,<build>/main/cli.js...] (inside the repository) profiles other
+ * builds beside the first, in the same interleaved rounds, so an A/B's builds see the same minutes
+ * of the machine.
  */
 import { rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -26,6 +31,7 @@ const KIT = join(dirname(fileURLToPath(import.meta.url)), 'proxy-kit')
 const WARM_MS = 6000
 const CPU_MS = 3000
 const CONNECTIONS = 8
+const TOTALS = (process.env.BENCH_PROFILE_TOTALS ?? '').split(',').filter(Boolean)
 
 interface CallFrame {
   functionName: string
@@ -33,7 +39,7 @@ interface CallFrame {
   lineNumber: number
 }
 interface Profile {
-  nodes: { id: number; callFrame: CallFrame }[]
+  nodes: { id: number; callFrame: CallFrame; children?: number[] }[]
   samples: number[]
   timeDeltas: number[]
 }
@@ -52,12 +58,30 @@ function selfPerCall(p: Profile, calls: number): Map<string, number> {
   return out
 }
 
+/** Total time per call (self and callees) of each function named in `names`, idle left out. */
+function totalPerCall(p: Profile, calls: number, names: readonly string[]): Map<string, number> {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]))
+  const parent = new Map<number, number>()
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
+  const out = new Map<string, number>()
+  for (let i = 0; i < p.samples.length; i++) {
+    if (byId.get(p.samples[i])!.callFrame.functionName === '(idle)') continue
+    const seen = new Set<string>()
+    for (let id: number | undefined = p.samples[i]; id !== undefined; id = parent.get(id)) {
+      const name = byId.get(id)!.callFrame.functionName
+      if (names.includes(name)) seen.add(name)
+    }
+    for (const name of seen) out.set(name, (out.get(name) ?? 0) + (p.timeDeltas[i] ?? 0) / calls)
+  }
+  return out
+}
+
 function median(xs: number[], n: number): number {
   const all = [...xs, ...Array<number>(Math.max(0, n - xs.length)).fill(0)].sort((a, b) => a - b)
   return all[Math.floor(all.length / 2)]
 }
 
-async function round(name: string, child: Child, inspector: Inspector, ms: number, save?: string): Promise<{ mainCpu: number; self: Map<string, number> }> {
+async function round(name: string, child: Child, inspector: Inspector, ms: number, save?: string): Promise<{ mainCpu: number; self: Map<string, number>; total: Map<string, number> }> {
   const call = SCENARIOS[0].call
   const t0 = child.threadCpuMicros()
   const plain = await runLoad(child.url, call, CONNECTIONS, CPU_MS)
@@ -69,7 +93,7 @@ async function round(name: string, child: Child, inspector: Inspector, ms: numbe
   const profiled = await runLoad(child.url, call, CONNECTIONS, ms)
   const { profile } = await inspector.send<{ profile: Profile }>('Profiler.stop')
   if (save) writeFileSync(join(save, `${name.replace(/\W+/g, '-')}-${Date.now()}.cpuprofile`), JSON.stringify(profile))
-  return { mainCpu, self: selfPerCall(profile, profiled.ok) }
+  return { mainCpu, self: selfPerCall(profile, profiled.ok), total: totalPerCall(profile, profiled.ok, TOTALS) }
 }
 
 export async function runCpuProfileBench(): Promise<void> {
@@ -81,16 +105,19 @@ export async function runCpuProfileBench(): Promise<void> {
   const upstream = await startChild('mock upstream', [...tsx, join(KIT, 'upstream.ts')])
   const rule = { api_key_pattern: 'sk-*', daily_limit_usd: 1_000_000, action: 'block' }
   const inspect = ['--inspect=127.0.0.1:0']
-  const [bare, br] = await Promise.all([
+  const others = (process.env.BENCH_CLI_B ?? '').split(',').filter(Boolean)
+  const [bare, ...brs] = await Promise.all([
     startChild('bare undici proxy', [...inspect, ...tsx, join(KIT, 'bare-undici-proxy.ts')], { TARGET: upstream.url }),
     startBurnrate('Burnrate', upstream.url, [rule], {}, inspect),
+    ...others.map((cli, i) => startBurnrate(`Burnrate ${i + 2}`, upstream.url, [rule], {}, inspect, cli)),
   ])
   const targets: [string, Child][] = [
-    ['Burnrate', br.child],
+    ['Burnrate', brs[0].child],
+    ...others.map((cli, i): [string, Child] => [`Burnrate ${i + 2} (${cli})`, brs[i + 1].child]),
     ['bare proxy forwarding with undici', bare],
   ]
   const inspectors = await Promise.all(targets.map(([, c]) => Inspector.connect(c.inspectorUrl!)))
-  const got = targets.map(() => ({ mainCpu: [] as number[], self: new Map<string, number[]>() }))
+  const got = targets.map(() => ({ mainCpu: [] as number[], self: new Map<string, number[]>(), total: new Map<string, number[]>() }))
   try {
     for (const [, c] of targets) await runLoad(c.url, SCENARIOS[0].call, CONNECTIONS, WARM_MS)
     for (let r = 0; r < rounds; r++) {
@@ -100,12 +127,13 @@ export async function runCpuProfileBench(): Promise<void> {
         const one = await round(targets[k][0], targets[k][1], inspectors[k], ms, save)
         got[k].mainCpu.push(one.mainCpu)
         for (const [fn, us] of one.self) got[k].self.set(fn, [...(got[k].self.get(fn) ?? []), us])
+        for (const [fn, us] of one.total) got[k].total.set(fn, [...(got[k].total.get(fn) ?? []), us])
       }
     }
   } finally {
     for (const i of inspectors) i.close()
-    await Promise.all([br.child.stop(), bare.stop(), upstream.stop()])
-    rmSync(br.dataDir, { recursive: true, force: true })
+    await Promise.all([...brs.map((b) => b.child.stop()), bare.stop(), upstream.stop()])
+    for (const b of brs) rmSync(b.dataDir, { recursive: true, force: true })
   }
   const out = [`## Event loop CPU per non-streaming call, by function (${rounds} interleaved rounds, medians)`, '']
   targets.forEach(([name], k) => {
@@ -116,6 +144,11 @@ export async function runCpuProfileBench(): Promise<void> {
     out.push('| self µs/call (median) | function |', '|---:|---|')
     for (const [fn, us] of own.slice(0, top)) out.push(`| ${us.toFixed(2)} | ${fn} |`)
     out.push('')
+    if (TOTALS.length) {
+      out.push('| total µs/call, self and callees (median) | function |', '|---:|---|')
+      for (const fn of TOTALS) out.push(`| ${median(got[k].total.get(fn) ?? [], rounds).toFixed(2)} | ${fn} |`)
+      out.push('')
+    }
   })
   process.stdout.write(`\n${out.join('\n')}\n`)
 }

@@ -113,6 +113,7 @@ export async function startBurnrate(
   rules: unknown[],
   more: Record<string, unknown> = {},
   nodeArgs: string[] = [],
+  cli = process.env.BENCH_CLI ?? join(ROOT, 'out/main/cli.js'),
 ): Promise<{ child: Child; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'burnrate-bench-'))
   const configFile = join(dataDir, 'config.yaml')
@@ -127,7 +128,7 @@ export async function startBurnrate(
     }),
   )
   // BENCH_CLI=<build>/main/cli.js runs another build (an A/B), as the start-up bench does.
-  const child = await startChild(name, [...nodeArgs, process.env.BENCH_CLI ?? join(ROOT, 'out/main/cli.js'), '--config', configFile, '--data-dir', dataDir])
+  const child = await startChild(name, [...nodeArgs, cli, '--config', configFile, '--data-dir', dataDir])
   return { child, dataDir }
 }
 
