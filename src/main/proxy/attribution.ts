@@ -31,8 +31,8 @@ function read(source: CredentialSource, headers: IncomingHttpHeaders, query: str
  * one the provider bills first (`billed`: the places it reads, in its order; see
  * Provider.credentials). Every one of them goes upstream, so budgets admit a call only when each
  * is admitted: a decoy in another header cannot stand in for a blocked key. The raw keys exist
- * only in this request's memory: what is kept is a SHA-256 and a hint of the first 3 and last 4
- * characters.
+ * only in memory (this request's, and the last few keys' digests: keyIdentity): what is kept is a
+ * SHA-256 and a hint of the first 3 and last 4 characters.
  */
 export function extractCredentials(
   headers: IncomingHttpHeaders,
@@ -60,8 +60,30 @@ export interface KeyIdentity {
 }
 
 export function keyIdentity(key: string): KeyIdentity {
-  return { apiKey: key, apiKeyHash: hashKey(key), keyHint: keyHint(key) }
+  let known = KNOWN_KEYS.get(key)
+  if (known === undefined) {
+    known = { hash: hashKey(key), hint: keyHint(key) }
+    if (key.length <= KNOWN_KEY_MAX_LENGTH) {
+      if (KNOWN_KEYS.size >= KNOWN_KEYS_MAX) KNOWN_KEYS.delete(KNOWN_KEYS.keys().next().value!)
+      KNOWN_KEYS.set(key, known)
+    }
+  } else if (KNOWN_KEYS.size > 1) {
+    // Used again: the newest, so the least recently used is the one let go.
+    KNOWN_KEYS.delete(key)
+    KNOWN_KEYS.set(key, known)
+  }
+  return { apiKey: key, apiKeyHash: known.hash, keyHint: known.hint }
 }
+
+/**
+ * The digests and hints of the keys seen last (a few per user, each on every call), so a key's
+ * SHA-256 is not worked out again on every call: least recently used first. The raw keys here are
+ * in this process's memory only, as each call's own are while it runs; never written anywhere.
+ * A key longer than any vendor's is hashed each time and not kept.
+ */
+const KNOWN_KEYS = new Map<string, { readonly hash: string; readonly hint: string }>()
+const KNOWN_KEYS_MAX = 256
+const KNOWN_KEY_MAX_LENGTH = 512
 
 /** Longest agent, session or tenant name kept; longer ones are cut to this many characters. */
 export const MAX_LABEL = 200
