@@ -105,11 +105,15 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
   const endpoint = openaiEndpointOf(req.method, req.path)
   const body = isObject(req.body) ? req.body : undefined
   const stream = body?.stream === true
+  const kind = openaiEndpointShape(endpoint)
+  // Its fields named, not spread: a literal with a spread in it is built field by field at run time.
   return {
     endpoint,
     model: typeof body?.model === 'string' ? body.model : '',
     stream,
-    ...openaiEndpointShape(endpoint),
+    billable: kind.billable,
+    free: kind.free,
+    lines: kind.lines,
     mayLackUsage: stream && endpoint !== 'responses' && body?.stream_options?.include_usage !== true,
   }
 }

@@ -41,10 +41,15 @@ export function describeCall(
   agent.agent = limitLabel(agent.agent)
   agent.session = limitLabel(agent.session)
   if (!agent.session && who.sessions) agent.session = who.sessions.assign(agent.agent, billed.apiKeyHash, ts)
+  // Each field named, not `...billed`: a literal with a spread in it copies the spread object's
+  // fields at run time and adds each field after them one by one; this one is made whole from its
+  // template (the same fields, in the same order).
   const ctx: CallContext = {
     provider,
     shape,
-    ...billed,
+    apiKey: billed.apiKey,
+    apiKeyHash: billed.apiKeyHash,
+    keyHint: billed.keyHint,
     credentials: keys.length > 1 ? keys.map(keyIdentity) : undefined,
     tenant: limitLabel(tenantFor(headers, key, who.tenants)),
     agent: agent.agent,
