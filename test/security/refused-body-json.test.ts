@@ -6,10 +6,12 @@ import { type TestServer, startTestServer } from '../support/server'
 /**
  * A JSON body over a route's limit (the admin API's 64 KiB, ingest's 8 MB) is answered 413 at
  * once when its Content-Length says so, its body then read and dropped only so far (1 MiB) and the
- * connection closed past that; one that is chunked has its connection closed once 1 MiB past the
- * limit has come. Builds before this one read such a body to its end before answering (express.json
- * does, to keep the connection), however long: a client could stream gigabytes into the server, and
- * one that waited for the answer before sending more never got it.
+ * connection closed past that; one that is chunked is answered 413 once past the limit (compressed:
+ * 1 MiB past it) and has its connection closed once 1 MiB past the limit has come, after the answer.
+ * Builds before this one read such a body to its end before answering (express.json does, to keep
+ * the connection), however long: a client could stream gigabytes into the server, and one that
+ * waited for the answer before sending more never got it; then, chunked, its connection was closed
+ * 1 MiB past the limit with no answer at all.
  */
 const ALICE = 'team-token-alice-refused-body-0001'
 let s: TestServer
@@ -28,9 +30,9 @@ const rules = (): string =>
 const ingest = (): string => `POST /api/ingest HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${ALICE}\r\nContent-Type: application/json\r\n`
 
 describe.each([
-  ['the admin API', rules],
-  ['ingest', ingest],
-])('a JSON body over the limit: %s', (_name, head) => {
+  ['the admin API', rules, 64 * 1024],
+  ['ingest', ingest, 8 * 1024 * 1024],
+])('a JSON body over the limit: %s', (_name, head, limit) => {
   it('by its Content-Length: answered 413 in the contract shape while the client still sends', async () => {
     const r = await answerWhileSending(port, head())
     expect(r.status).toBe('HTTP/1.1 413 Payload Too Large')
@@ -43,10 +45,24 @@ describe.each([
     expect(r.sent).toBeLessThan(FAR_PAST)
   })
 
-  it('chunked, past the limit as it comes: the connection is closed soon after', async () => {
+  it('chunked, past the limit as it comes: answered 413 in the contract shape, and the connection closed soon after', async () => {
     const r = await streamBody(port, head(), true)
     expect(r.closed).toBe(true)
     expect(r.sent).toBeLessThan(FAR_PAST)
+    expect(r.status).toBe('HTTP/1.1 413 Payload Too Large')
+  })
+
+  it('chunked, past the limit: answered 413 while the client still sends', async () => {
+    const r = await answerWhileSending(port, head(), limit + 64 * 1024, true)
+    expect(r.status).toBe('HTTP/1.1 413 Payload Too Large')
+    expect(r.body.error.type).toBe('payload_too_large')
+  })
+
+  it('chunked and compressed, past the limit as it comes: answered in the contract shape before the connection is closed', async () => {
+    const r = await streamBody(port, `${head()}Content-Encoding: gzip\r\n`, true)
+    expect(r.closed).toBe(true)
+    expect(r.sent).toBeLessThan(FAR_PAST)
+    expect(r.status).toBe('HTTP/1.1 413 Payload Too Large')
   })
 })
 

@@ -46,10 +46,11 @@ export async function streamBody(port: number, head: string, chunked = false): P
 }
 
 /**
- * Sends `head` with `Content-Length: 10000000000` and `first` bytes of body, then reads the answer
- * without sending more (a client that reads while it sends): its status line and its body's JSON.
+ * Sends `head` with `Content-Length: 10000000000` (or chunked when `chunked`, as one chunk) and
+ * `first` bytes of body, then reads the answer without sending more (a client that reads while it
+ * sends): its status line and its body's JSON.
  */
-export function answerWhileSending(port: number, head: string, first = 64 * 1024): Promise<{ status: string; body: any }> {
+export function answerWhileSending(port: number, head: string, first = 64 * 1024, chunked = false): Promise<{ status: string; body: any }> {
   return new Promise((resolve, reject) => {
     const sock = net.connect({ port, host: '127.0.0.1' })
     let answer = ''
@@ -70,7 +71,8 @@ export function answerWhileSending(port: number, head: string, first = 64 * 1024
     sock.on('close', () => {
       if (!done()) reject(new Error(`closed without a whole answer: ${JSON.stringify(answer.slice(0, 200))}`))
     })
-    sock.write(`${head}Content-Length: 10000000000\r\n\r\n`)
+    sock.write(`${head}${chunked ? 'Transfer-Encoding: chunked' : 'Content-Length: 10000000000'}\r\n\r\n`)
+    if (chunked) sock.write(`${first.toString(16)}\r\n`)
     sock.write(Buffer.alloc(first, 'a'))
   })
 }

@@ -1,7 +1,7 @@
-import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express'
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express'
 import { bodyProblem, EMPTY_BODY } from '../http/body-errors'
 import { errorBody, STATUS_OF } from '../http/errors'
-import { closePast, dropUnreadBody, REFUSED_BODY_BYTES } from '../http/unread-body'
+import { dropUnreadBody, REFUSED_BODY_BYTES, refusePast } from '../http/unread-body'
 import { expressModule } from '../server/express-module'
 import { duplicatedKey, type Watched } from '../proxy/ws/duplicate-keys'
 
@@ -62,22 +62,37 @@ export function jsonBody(once?: Watched): RequestHandler[] {
  * answers, however long: a client could stream gigabytes into the server, and one that waits for
  * the answer before sending more never got it. A body whose Content-Length is over the limit (not
  * compressed) is refused at once (413, as express.json says it) and read and dropped only so far
- * (../http/unread-body.ts); one that comes otherwise has its connection closed once
- * REFUSED_BODY_BYTES past the limit have come.
+ * (../http/unread-body.ts). One that comes otherwise (chunked) is refused so once more than the
+ * limit has come (compressed: once REFUSED_BODY_BYTES past it, its size decoded being unknown
+ * here), and its connection closed REFUSED_BODY_BYTES past the limit, once the answer has gone out.
  */
 export function boundedJson(limit: number, verify: (req: any, res: any, body: Buffer) => void): RequestHandler {
   const parse = expressModule().json({ limit, type: () => true, strict: false, verify })
+  const tooLarge = (len: number): Error => Object.assign(new Error('request entity too large'), { type: 'entity.too.large', status: 413, expected: len, limit })
   return (req, res, next) => {
     const len = req.headers['content-length']
     const encoding = req.headers['content-encoding']
-    if (len !== undefined && Number(len) > limit && (encoding === undefined || encoding.toLowerCase() === 'identity')) {
+    const identity = encoding === undefined || encoding.toLowerCase() === 'identity'
+    if (len !== undefined && Number(len) > limit && identity) {
       dropUnreadBody(req)
-      next(Object.assign(new Error('request entity too large'), { type: 'entity.too.large', status: 413, expected: Number(len), limit }))
+      next(tooLarge(Number(len)))
       return
     }
-    parse(req, res, next)
+    // express.json passes on its refusal only once the body has ended: the refusal here goes first,
+    // and express.json's own, when it comes, is dropped.
+    let passed = false
+    const once: NextFunction = (err?: unknown) => {
+      if (passed) return
+      passed = true
+      next(err)
+    }
+    parse(req, res, once)
     // (Only a body express.json is reading: it has a listener for it.)
-    if (!req.complete && req.listenerCount('data') > 0) closePast(req, limit + REFUSED_BODY_BYTES)
+    if (!req.complete && req.listenerCount('data') > 0) {
+      const bound = limit + REFUSED_BODY_BYTES
+      const past = identity ? limit : bound
+      refusePast(req, res, past, bound, () => once(tooLarge(past)))
+    }
   }
 }
 

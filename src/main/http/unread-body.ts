@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 
 /** The most of a refused request's body read (and dropped) before its connection is closed. */
 export const REFUSED_BODY_BYTES = 1024 * 1024
@@ -26,13 +26,49 @@ export function dropUnreadBody(req: IncomingMessage): void {
 
 /**
  * For a body another reads (a parser that, once it has refused the body, reads the rest to its
- * end before it answers): its connection is closed once more than `bytes` of it have come. Adds a
- * listener to the body's bytes: for a request read whole, not for one on the proxy's way.
+ * end before it answers, however long): `refuse` is called once more than `limit` bytes of it have
+ * come, to answer at once, and its connection is closed once more than `bound` (at least `limit`)
+ * have come, only after the answer has gone out (closed at once, the answer the parser would give at the
+ * body's end was never sent: the client saw its connection closed with no answer). Adds a listener
+ * to the body's bytes: for a request read whole, not for one on the proxy's way.
  */
-export function closePast(req: IncomingMessage, bytes: number): void {
+export function refusePast(req: IncomingMessage, res: ServerResponse, limit: number, bound: number, refuse: () => void): void {
   let size = 0
-  req.on('data', (chunk: Buffer) => {
+  let refused = false
+  const count = (chunk: Buffer): void => {
     size += chunk.length
-    if (size > bytes) req.socket.destroy()
-  })
+    if (size <= limit) return
+    if (!refused) {
+      refused = true
+      refuse()
+    }
+    if (size > bound) {
+      req.off('data', count)
+      closeOnceAnswered(req, res)
+    }
+  }
+  req.on('data', count)
+}
+
+/** How long a refused request's connection is kept, its body no longer read, for an answer still to go out. */
+const ANSWER_GRACE_MS = 10_000
+
+/**
+ * Closes a refused request's connection once its answer has gone out, reading no more of its
+ * body meanwhile: a connection closed before then lost the answer.
+ */
+function closeOnceAnswered(req: IncomingMessage, res: ServerResponse): void {
+  const socket = req.socket
+  const close = (): void => {
+    clearTimeout(timer)
+    socket.destroy()
+  }
+  if (res.writableFinished || res.destroyed) {
+    socket.destroy()
+    return
+  }
+  req.pause()
+  const timer = setTimeout(close, ANSWER_GRACE_MS)
+  timer.unref()
+  res.once('finish', close).once('close', close)
 }
