@@ -193,13 +193,18 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
    */
   async function receiveStreamed(req: IncomingMessage, res: ServerResponse, route: Route, started: number, ts: number): Promise<void> {
     const prices = opts.pricer.isReady ? null : opts.pricer.ready()
-    if (prices && !(await pricesIn(prices, res))) return
-    if (res.destroyed) return
+    // A call answered before its body went anywhere (no prices, refused, the client gone): the
+    // body is read only so far (../http/unread-body.ts). Left to Node, which reads the body of a
+    // request answered with it unread to its end to keep the connection, an upload of any size
+    // was taken in whole, to be dropped.
+    if (prices && !(await pricesIn(prices, res))) return dropUnreadBody(req)
+    if (res.destroyed) return dropUnreadBody(req)
     const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, undefined, Number(req.headers['content-length']) || 0, ts, opts)
     const s = life.begin(newHttpCall(route, ctx, info, started, res))
     const admitted = admitHttp(life, s)
     if (admitted === true) forwardStreamed(s, req)
-    else if (admitted !== false) void admitted.then((ok) => ok && forwardStreamed(s, req))
+    else if (admitted === false) dropUnreadBody(req)
+    else void admitted.then((ok) => (ok ? forwardStreamed(s, req) : dropUnreadBody(req)))
   }
 
   function forwardStreamed(s: HttpCall, req: IncomingMessage): void {
