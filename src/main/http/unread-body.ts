@@ -57,7 +57,7 @@ const ANSWER_GRACE_MS = 10_000
  * Closes a refused request's connection once its answer has gone out, reading no more of its
  * body meanwhile: a connection closed before then lost the answer.
  */
-function closeOnceAnswered(req: IncomingMessage, res: ServerResponse): void {
+export function closeOnceAnswered(req: IncomingMessage, res: ServerResponse): void {
   const socket = req.socket
   const close = (): void => {
     clearTimeout(timer)

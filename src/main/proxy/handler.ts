@@ -208,7 +208,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   }
 
   function forwardStreamed(s: HttpCall, req: IncomingMessage): void {
-    forward(s, req, new RequestStream(req, (b) => passed(s, b)), s.route.upstream)
+    forward(s, req, new RequestStream(req, (b) => passed(s, b), s.res), s.route.upstream)
   }
 
   /** Waits for the price data; false when the call is over (the data could not be loaded: answered so; or the client left). */

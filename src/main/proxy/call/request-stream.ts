@@ -1,5 +1,6 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
+import { closeOnceAnswered, REFUSED_BODY_BYTES } from '../../http/unread-body'
 import type { Route } from '../routes'
 import { FORM_WINDOW, formFields, isJson } from './request-body'
 
@@ -49,8 +50,10 @@ const HIGH_WATER = 64 * 1024
  * as it is (no copy), counted, and, for a multipart form, its first and last FORM_WINDOW bytes kept
  * to read its text fields from once it has passed (`done`). The client's upload is paused while
  * undici has no room (backpressure), so a body of any size holds a few chunks at most. Should the
- * exchange end before the body has (refused, failed, answered early), the rest is read and dropped,
- * so the connection stays usable and the client gets its answer; the client going away destroys it.
+ * exchange end before the body has (refused, failed, answered early), the rest is read and dropped
+ * up to REFUSED_BODY_BYTES, so a client sending it whole gets its answer and the connection stays
+ * usable, and the connection is closed past that once the answer has gone (read to its end, however
+ * long, a client could stream gigabytes into the proxy); the client going away destroys it.
  */
 export class RequestStream extends Readable {
   private bytes = 0
@@ -60,11 +63,15 @@ export class RequestStream extends Readable {
   private tail: Buffer[] = []
   private tailBytes = 0
   private dropping = false
+  /** Bytes dropped since the exchange ended. */
+  private dropped = 0
   private watcher: BodyWatcher | null = null
 
   constructor(
     private readonly req: IncomingMessage,
     private readonly done: (body: StreamedBody) => void,
+    /** The call's answer: a body dropped past the bound has its connection closed once this has gone. */
+    private readonly res?: ServerResponse,
   ) {
     super({ highWaterMark: HIGH_WATER })
     const type = req.headers['content-type']
@@ -99,7 +106,14 @@ export class RequestStream extends Readable {
   private chunk(c: Buffer): void {
     this.bytes += c.length
     if (this.form) this.keep(c)
-    if (this.dropping) return
+    if (this.dropping) {
+      this.dropped += c.length
+      if (this.dropped > REFUSED_BODY_BYTES && this.dropped - c.length <= REFUSED_BODY_BYTES) {
+        if (this.res) closeOnceAnswered(this.req, this.res)
+        else this.req.socket.destroy()
+      }
+      return
+    }
     if (!this.push(c)) {
       this.req.pause()
       this.watcher?.awaitFirstByte()
