@@ -163,14 +163,17 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
         s.error = 'payload_too_large'
         life.finish(s)
       } else if (err instanceof BodyMemoryFull) {
-        // Not read: the connection closes rather than take in the rest of the body.
         sendError(
           res,
           'service_unavailable',
           `Burnrate is holding ${Math.round(memory.limit / 1048576)} MB of request bodies already (server.max_buffered_body_mb); retry in a moment.`,
           undefined,
-          { 'retry-after': '1', connection: 'close' },
+          { 'retry-after': '1' },
         )
+        // Its body is not held: read and dropped only so far, the connection closed past that
+        // (../http/unread-body.ts). Closed at once, its body unread, the client still sending had its
+        // connection reset, which may take the answer with it.
+        dropUnreadBody(req)
       } else {
         res.destroy()
       }
