@@ -7,7 +7,9 @@ import { SpillCut, spillFile, wholeLines } from '../../reliability/spill'
  * This instance's spill file while PostgreSQL is away: calls are appended as they are recorded
  * (one write per flush tick, off the hot path), in the spill format of reliability/spill.ts, so
  * a process killed outright still leaves them on disk for its next start. Appends run one at a
- * time, in order. Not synced per append: a killed process loses nothing the OS already has.
+ * time, in order, whoever calls them: each waits for the one before it to end (two under way at
+ * once wrote at the same offset, the second's lines over the first's). Not synced per append: a
+ * killed process loses nothing the OS already has.
  */
 export class SpillJournal {
   private handle: FileHandle | null = null
@@ -15,6 +17,8 @@ export class SpillJournal {
   private path: string | null = null
   /** Bytes of whole lines in the file: each append writes there. */
   private size = 0
+  /** The last append asked for (settled or not): the next one starts after it. */
+  private tail: Promise<void> = Promise.resolve()
 
   constructor(private readonly dataDir: string) {}
 
@@ -53,8 +57,14 @@ export class SpillJournal {
    * its whole lines (a torn one would swallow the next append's first call) and a SpillCut says
    * how many of `rows` (and of `side`: `keptSide`) it holds.
    */
-  async append(rows: readonly CallRecord[], side: readonly SideWrite[] = []): Promise<void> {
-    if (rows.length === 0 && side.length === 0) return
+  append(rows: readonly CallRecord[], side: readonly SideWrite[] = []): Promise<void> {
+    if (rows.length === 0 && side.length === 0) return Promise.resolve()
+    const turn = this.tail.then(() => this.write(rows, side))
+    this.tail = turn.catch(() => {})
+    return turn
+  }
+
+  private async write(rows: readonly CallRecord[], side: readonly SideWrite[]): Promise<void> {
     const h = await this.fh()
     const buf = Buffer.from(lines(rows, side), 'utf8')
     let off = 0
@@ -78,8 +88,9 @@ export class SpillJournal {
     return this.handle !== null
   }
 
-  /** Syncs and closes the file (it stays on disk); returns its path. */
+  /** Syncs and closes the file (it stays on disk), after the appends already asked for; returns its path. */
   async close(): Promise<string | null> {
+    await this.tail
     const h = this.handle
     this.handle = null
     if (h) {
