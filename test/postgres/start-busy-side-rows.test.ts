@@ -52,6 +52,10 @@ describe('a PostgreSQL start while its own SQLite file is busy', () => {
       expect(lines.some((l) => l.includes('cannot be written to') && l.includes('they stay in it for the next start'))).toBe(true)
       // The PostgreSQL ledger has written the spill files it found.
       await eventually(async () => (await request(`${busy.url}/api/health`)).json().storage.ready === true)
+      // The file stays, and /api/health counts it while it does (builds before this one said
+      // spill_files 0 once start-up had written what PostgreSQL takes, with the file still there).
+      expect(spillFiles(first.dir)).toHaveLength(1)
+      expect((await request(`${busy.url}/api/health`)).json().storage.spill_files).toBe(1)
       await busy.stop()
       expect(spillFiles(first.dir)).toHaveLength(1)
       await writer.release()

@@ -30,7 +30,7 @@ export interface PgStorageStatus {
   ready: boolean
   /** Calls this instance has put in its spill file since PostgreSQL went away and not yet written. */
   spilled: number
-  /** Spill files in the data folder waiting for PostgreSQL. */
+  /** Spill files in the data folder still holding something to write: calls for PostgreSQL, or side rows this instance's own SQLite file could not take at start-up (the next start writes them). */
   spill_files: number
   last_error: string | null
 }

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { readFile, rm } from 'node:fs/promises'
 import type { Logger } from '../../log'
 import { SpillCut, parseSpilled, rewriteSpill, spillFiles } from '../../reliability/spill'
@@ -54,6 +55,11 @@ export class Spill {
   /** The journal took calls while PostgreSQL was away (not only while it was slow). */
   private journalAway = false
   private spillFailing = false
+  /**
+   * Files whose calls are stored but which stay for their side rows (this instance's own SQLite
+   * file was busy at start-up): counted in `spill_files` while they are there (the next start takes them).
+   */
+  private readonly sideOnly = new Set<string>()
   /** The keepRest under way (they run one after the other). */
   private keeping: Promise<void> = Promise.resolve()
 
@@ -243,7 +249,10 @@ export class Spill {
     const n = this.opts.batchRows
     for (let i = 0; i < rows.length; i += n) await this.opts.writeRows(rows.slice(i, i + n))
     if (side.length === 0) await rm(file, { force: true })
-    else if (rows.length > 0) this.keepSide(file, side)
+    else {
+      if (rows.length > 0) this.keepSide(file, side)
+      this.sideOnly.add(file)
+    }
     list.shift()
     this.countFiles()
     // Its calls that had left memory are stored now: no longer waiting on disk.
@@ -264,7 +273,9 @@ export class Spill {
   }
 
   private countFiles(): void {
-    this.storage.spill_files = this.earlier.length + this.backlog.length + (this.journal?.open ? 1 : 0)
+    // (One a person has removed since is no longer counted.)
+    for (const file of this.sideOnly) if (!existsSync(file)) this.sideOnly.delete(file)
+    this.storage.spill_files = this.earlier.length + this.backlog.length + this.sideOnly.size + (this.journal?.open ? 1 : 0)
   }
 
   private describe(err: unknown): string {
