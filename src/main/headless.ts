@@ -90,7 +90,8 @@ export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; es
     server
       .close()
       // A second signal meanwhile cuts the calls under way, which may let this stop end first: its exit (1) stands.
-      .then(() => exiting || process.exit(0))
+      // A step that failed (logged) exits 1, once every step has run and the ledger is flushed and closed.
+      .then((ok) => exiting || process.exit(ok ? 0 : 1))
       .catch((err: Error) => {
         log.error(`shutdown failed: ${err.message}`)
         process.exit(1)

@@ -215,5 +215,5 @@ export async function startLoggedServer(
   const log: Logger = { debug() {}, info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) }
   const server = createBurnrate(loadConfig({ config: file, dataDir: dir }, {}), { log })
   const url = await server.listen()
-  return { server, url, dbFile: join(dir, DB_FILE), lines, stop: () => server.close(1000) }
+  return { server, url, dbFile: join(dir, DB_FILE), lines, stop: async () => void (await server.close(1000)) }
 }

@@ -83,8 +83,12 @@ export interface BurnrateServer {
   /** Memory-reducing collections run while quiet so far (null: turned off). */
   readonly idleCollections: number | null
   listen(): Promise<string>
-  /** Stops accepting calls, lets calls under way finish (up to `graceMs`), flushes the ledger, closes the database. A step that fails is logged and the others still run (the ledger's flush with them). */
-  close(graceMs?: number): Promise<void>
+  /**
+   * Stops accepting calls, lets calls under way finish (up to `graceMs`), flushes the ledger,
+   * closes the database. A step that fails is logged and the others still run (the ledger's flush
+   * with them); resolves once all have, with false when one failed (the headless server exits 1).
+   */
+  close(graceMs?: number): Promise<boolean>
   /**
    * For an exit that cannot wait for `close`: cuts the calls under way (recorded as a stop past
    * its grace records them, within about 2 s), answers the token estimates still being counted
@@ -306,7 +310,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     return s
   }
   let ipv6: http.Server | null = null
-  let closing: Promise<void> | null = null
+  let closing: Promise<boolean> | null = null
 
   return {
     config,
@@ -365,6 +369,10 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     },
     close(graceMs = 10_000) {
       closing ??= (async () => {
+        let ok = true
+        const step = async (what: string, fn: () => unknown) => {
+          if (!(await stopStep(log, what, fn))) ok = false
+        }
         idle?.stop()
         server.close()
         server.closeIdleConnections()
@@ -380,29 +388,33 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         }
         // Every step runs, and the ledger's last flush after them, whichever fails: a step that
         // threw ended the stop here, its queue unwritten (the headless server exits as it settles).
-        for (const fn of closers) await stopStep(log, "a feature's close step", fn)
+        for (const fn of closers) await step("a feature's close step", fn)
         // Last: what the closers recorded too (a hold let go, a settled estimate) is in this flush or the spill file.
-        await stopStep(log, "the ledger's last flush", async () => spillAfterClose(await ledger.close()))
-        await stopStep(log, 'the spill journal', () => journalIdle(ledger, log))
-        await stopStep(log, 'the proxy', () => proxy.close())
-        await stopStep(log, 'the network client', () => egress.close())
+        await step("the ledger's last flush", async () => spillAfterClose(await ledger.close()))
+        await step('the spill journal', () => journalIdle(ledger, log))
+        await step('the proxy', () => proxy.close())
+        await step('the network client', () => egress.close())
+        // (Not a failed stop: a pool that does not close cleanly loses nothing.)
         await storage.close().catch((err: Error) => log.warn(`closing the shared store: ${err.message}`))
-        await stopStep(log, 'the database', () => db.close())
+        await step('the database', () => db.close())
         lock.release()
         // Export threads kept for a next export (none is under way: the connections are gone).
         stopIdleExportThreads()
+        return ok
       })()
       return closing
     },
   }
 }
 
-/** One step of a stop: a failure (thrown, or rejected) is logged and the stop goes on to the next. */
-async function stopStep(log: Logger, what: string, fn: () => unknown): Promise<void> {
+/** One step of a stop: a failure (thrown, or rejected) is logged and the stop goes on to the next. False when it failed. */
+async function stopStep(log: Logger, what: string, fn: () => unknown): Promise<boolean> {
   try {
     await fn()
+    return true
   } catch (err) {
     log.error(`stopping: ${what} failed (${(err as Error)?.message ?? err}); the stop goes on`)
+    return false
   }
 }
 
