@@ -1,4 +1,5 @@
 import type { RegisterCommand } from './types'
+import type { Writable } from '../context'
 import type { Summary } from '../../../shared/api'
 import { formatInt, formatPct, formatUsdPair, unpricedMark } from '../../../shared/format'
 import { paint, usd, visible } from '../output'
@@ -71,10 +72,27 @@ export const status: RegisterCommand = (program, ctx) => {
       }
     }
     if (lowerBound) lines.push("Unpriced    calls with no known price count as $0: marked amounts are lower bounds")
-    const l = s.ledger
-    lines.push(`Ledger      ${l.writable === false ? paint(out, 'red', 'NOT WRITABLE') : 'ok'}${l.pending ? `, ${l.pending} pending` : ''}${l.dropped ? `, ${l.dropped} dropped` : ''}${l.calls !== undefined ? `, ${l.calls} calls` : ''}${l.file ? ` (${l.file})` : ''}`)
+    lines.push(ledgerLine(out, s.ledger))
     out.write(lines.join('\n') + '\n')
   })
+}
+
+/**
+ * The ledger's health on one line: why its database cannot be written (the health's `last_error`),
+ * and its dropped calls split as the health splits them: past `ledger.max_pending` (`overflowed`,
+ * which a bigger bound would have kept) and the others (a row the database refused: the log says
+ * why). A server before `overflowed` gives the count alone.
+ */
+function ledgerLine(out: Writable, l: Record<string, any>): string {
+  const why = typeof l.last_error === 'string' && l.last_error ? ` (${visible(l.last_error)})` : ''
+  const state = l.writable === false ? paint(out, 'red', `NOT WRITABLE${why}`) : 'ok'
+  let dropped = ''
+  if (l.dropped) {
+    const over = typeof l.overflowed === 'number' ? Math.min(l.overflowed, l.dropped) : null
+    const parts = over === null ? [] : [over > 0 ? `${over} past ledger.max_pending` : '', l.dropped - over > 0 ? `${l.dropped - over} otherwise: the log says why` : ''].filter(Boolean)
+    dropped = `, ${l.dropped} dropped${parts.length ? ` (${parts.join(', ')})` : ''}`
+  }
+  return `Ledger      ${state}${l.pending ? `, ${l.pending} pending` : ''}${dropped}${l.calls !== undefined ? `, ${l.calls} calls` : ''}${l.file ? ` (${l.file})` : ''}`
 }
 
 /** What a rule is limited to besides its keys, as `[agent claude-code, model gpt-5*]`; '' when nothing. */
