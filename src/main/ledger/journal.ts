@@ -50,6 +50,8 @@ export class LedgerJournal {
     private readonly waitingSide: () => readonly SideWrite[],
     /** Calls `left` counted on disk that the append holding them then failed to keep: lost after all. */
     private readonly lost: (n: number) => void,
+    /** Calls `left` counted in the append under way that it has put on disk. */
+    private readonly kept: (n: number) => void,
   ) {}
 
   /** Appends the waiting calls within a tick (recorded while the database cannot be written). */
@@ -78,6 +80,7 @@ export class LedgerJournal {
         () => {
           for (const r of rows) this.onDisk.add(r)
           for (const w of side) this.onDisk.add(w)
+          if (this.leftInFlight.length > 0) this.kept(this.leftInFlight.length)
           if (this.failing) this.log?.info(`calls waiting for the database are kept in ${j.file} again`)
           this.failing = false
         },
@@ -87,6 +90,7 @@ export class LedgerJournal {
           for (const r of rows.slice(0, cut?.kept ?? 0)) this.onDisk.add(r)
           for (const w of side.slice(0, cut?.keptSide ?? 0)) this.onDisk.add(w)
           const lost = this.leftInFlight.filter((r) => !this.onDisk.has(r)).length
+          if (this.leftInFlight.length > lost) this.kept(this.leftInFlight.length - lost)
           if (lost > 0) this.lost(lost)
           if (!this.failing) this.log?.error(`the database cannot be written and the calls waiting for it cannot be kept on disk either (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); they are held in memory`)
           this.failing = true
@@ -139,21 +143,24 @@ export class LedgerJournal {
 
   /**
    * Calls that left memory unstored (past `ledger.max_pending`): those in the journal (or in the
-   * append under way: if it fails, `lost` is told) keep it for the next start. Returns how many
-   * are on disk so, and so not lost.
+   * append under way: when it ends, `kept` or `lost` is told) keep it for the next start. Returns
+   * how many are on disk so, and so not lost (`kept`), and of those how many are in the append
+   * under way (`inFlight`).
    */
-  left(rows: readonly CallRecord[]): number {
-    if (!this.journal) return 0
+  left(rows: readonly CallRecord[]): { kept: number; inFlight: number } {
+    if (!this.journal) return { kept: 0, inFlight: 0 }
     let kept = 0
+    let inFlight = 0
     for (const r of rows) {
       if (this.onDisk.has(r)) kept++
       else if (this.appending && this.appendingRows.has(r)) {
         kept++
+        inFlight++
         this.leftInFlight.push(r)
       }
     }
     if (kept > 0) this.incomplete = true
-    return kept
+    return { kept, inFlight }
   }
 
   /** The database took a batch: once nothing of the journal waits, the file goes. */

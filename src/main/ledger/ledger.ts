@@ -69,6 +69,8 @@ export class Ledger implements CallLedger {
           () => this.queue.journalSide(),
           // On disk after all not: an append that held them failed.
           (n) => this.health.notOnDisk(n),
+          // On disk now: the append that held them has ended.
+          (n) => this.health.nowOnDisk(n),
         )
       : null
     this.writer = new BatchWriter(db, opts, this.queue, this.health, this.keys, this.journal)
@@ -173,7 +175,8 @@ export class Ledger implements CallLedger {
     if (this.queue.calls.length >= this.opts.maxPending) {
       const gone = this.queue.dropOldest(this.opts.maxPending)
       // Those in the journal are not lost: the next start stores them.
-      this.health.leftMemory(gone.length, this.journal?.left(gone) ?? 0)
+      const left = this.journal?.left(gone) ?? { kept: 0, inFlight: 0 }
+      this.health.leftMemory(gone.length, left.kept, left.inFlight)
     }
     this.queue.calls.push(call)
     this.queue.countPending()

@@ -16,7 +16,10 @@ export interface LedgerStatus {
    * start; PostgreSQL: read back once it answers again, when they leave this count, or at the next start).
    */
   left_on_disk?: number
-  /** Every call counted in `left_on_disk` since the start, stored since or not (the metrics' counter). */
+  /**
+   * Every call counted in `left_on_disk` since the start, stored since or not (the metrics' counter,
+   * never down): one held by an append under way when it left memory once that append has put it on disk.
+   */
   left_on_disk_total?: number
   /** Why the calls dropped last (other than `overflowed`) were dropped, for the log (../reliability/ledger-log.ts). */
   last_drop?: string

@@ -24,21 +24,29 @@ export class WriteHealth {
     return this.retryMs
   }
 
-  /** `gone` calls left memory past `maxPending`: those the journal holds (`onDisk`) are not lost (the next start stores them). */
-  leftMemory(gone: number, onDisk: number): void {
+  /**
+   * `gone` calls left memory past `maxPending`: those the journal holds (`onDisk`) are not lost (the
+   * next start stores them). Of those, `inFlight` are in the append under way: in the total (the
+   * metrics' counter, which never goes down) only once it has put them on disk (`nowOnDisk`).
+   */
+  leftMemory(gone: number, onDisk: number, inFlight = 0): void {
     if (onDisk > 0) {
       // Stored only at the next start (the journal is kept for it): they stay counted until then.
       this.status.left_on_disk = (this.status.left_on_disk ?? 0) + onDisk
-      this.status.left_on_disk_total = (this.status.left_on_disk_total ?? 0) + onDisk
+      this.status.left_on_disk_total = (this.status.left_on_disk_total ?? 0) + onDisk - inFlight
     }
     this.status.dropped += gone - onDisk
     this.status.overflowed = (this.status.overflowed ?? 0) + gone - onDisk
   }
 
+  /** `n` calls that left memory while the append holding them was under way are on disk: it has ended with them in the file. */
+  nowOnDisk(n: number): void {
+    this.status.left_on_disk_total = (this.status.left_on_disk_total ?? 0) + n
+  }
+
   /** `n` calls counted on disk when they left memory were not after all (an append that held them failed). */
   notOnDisk(n: number): void {
     this.status.left_on_disk = Math.max(0, (this.status.left_on_disk ?? 0) - n)
-    this.status.left_on_disk_total = Math.max(0, (this.status.left_on_disk_total ?? 0) - n)
     this.status.dropped += n
     this.status.overflowed = (this.status.overflowed ?? 0) + n
   }

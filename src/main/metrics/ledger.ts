@@ -30,8 +30,9 @@ export function ledgerGauges(registry: Registry, ctx: Pick<ServerContext, 'ledge
       this.inc(ledger.status.dropped)
     },
   })
-  // Never down: a call counted on disk whose append then failed leaves the ledger's total (it is
-  // dropped after all), and a counter that fell would read as a restart to rate().
+  // Never down (a counter that fell would read as a restart to rate()): the ledger's total counts a
+  // call held by a journal append under way only once that append has put it on disk, so it does
+  // not fall; the highest value read is kept all the same.
   let leftOnDisk = 0
   new Counter({
     name: 'burnrate_ledger_left_on_disk_total',

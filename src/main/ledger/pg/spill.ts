@@ -91,13 +91,21 @@ export class Spill {
     // A call the append under way holds is on disk once it ends (if it fails, it counts then).
     const onDisk = this.spilling ? this.spillingThrough : this.spilledThrough
     const lost = gone.filter((e) => e.seq > onDisk).length
-    for (const e of gone) if (e.seq > this.spilledThrough && e.seq <= onDisk) this.leftInFlight.push(e.seq)
+    let inFlight = 0
+    for (const e of gone) {
+      if (e.seq > this.spilledThrough && e.seq <= onDisk) {
+        this.leftInFlight.push(e.seq)
+        inFlight++
+      }
+    }
     const kept = gone.length - lost
     if (kept > 0) {
       this.journalIncomplete = true
       this.journalLeft += kept
       this.status.left_on_disk = (this.status.left_on_disk ?? 0) + kept
-      this.status.left_on_disk_total = (this.status.left_on_disk_total ?? 0) + kept
+      // The total (a counter, never down) counts a call once it is on disk: those of the append
+      // under way when it ends with them in the file.
+      this.status.left_on_disk_total = (this.status.left_on_disk_total ?? 0) + kept - inFlight
     }
     return lost
   }
@@ -118,6 +126,7 @@ export class Spill {
         () => {
           this.spilledThrough = last
           this.storage.spilled += rows.length
+          this.status.left_on_disk_total = (this.status.left_on_disk_total ?? 0) + this.leftInFlight.length
           if (this.spillFailing) this.opts.log.info(`calls are being spilled to ${j.file} again`)
           this.spillFailing = false
           this.countFiles()
@@ -131,10 +140,10 @@ export class Spill {
             this.countFiles()
           }
           const lost = this.leftInFlight.filter((seq) => seq > this.spilledThrough).length
+          this.status.left_on_disk_total = (this.status.left_on_disk_total ?? 0) + this.leftInFlight.length - lost
           if (lost > 0) {
             this.journalLeft = Math.max(0, this.journalLeft - lost)
             this.status.left_on_disk = Math.max(0, (this.status.left_on_disk ?? 0) - lost)
-            this.status.left_on_disk_total = Math.max(0, (this.status.left_on_disk_total ?? 0) - lost)
             this.status.dropped += lost
             this.status.overflowed = (this.status.overflowed ?? 0) + lost
           }
