@@ -83,10 +83,15 @@ export class PlanAlerts {
   /** Tells each alert, and remembers it as told. */
   tell(alerts: readonly PlanAlert[]): void {
     for (const alert of alerts) {
-      this.told.add(alert.id)
-      if (this.told.size > MAX_TOLD) this.told.delete(this.told.values().next().value as string)
+      this.remember(alert.id)
       callEach(this.listeners, alert)
     }
+  }
+
+  /** Remembers alert `id` as told without telling it (a crossing told under the period before: ./tracker.ts carryOver). */
+  remember(id: string): void {
+    this.told.add(id)
+    if (this.told.size > MAX_TOLD) this.told.delete(this.told.values().next().value as string)
   }
 
   /** Keeps the alert of account `key` (a login token whose account is not known yet) until `merge`, `release` or PARK_MS. */

@@ -231,8 +231,8 @@ describe('PlanTracker', () => {
     t.observe(who, reading(0.96), T0 + 3)
     t.observe(who, reading(0.97), T0 + 4)
     expect(seen).toEqual([0.8, 0.95])
-    // The next window period alerts again.
-    t.observe(who, reading(0.81, T0 + 10 * 3600_000), T0 + 5)
+    // The next window period (read once this one has reset) alerts again.
+    t.observe(who, reading(0.81, T0 + 10 * 3600_000), T0 + 5 * 3600_000 + 5)
     expect(seen).toEqual([0.8, 0.95, 0.8])
   })
 

@@ -117,6 +117,7 @@ export class PlanTracker {
       // call's reported the next period): it tells nothing of the window now, and a period never
       // moves back to an earlier reset.
       if (st && endedBefore(w, st)) continue
+      const before = st
       // A new window period (the reset moved by more than a drift): its pace starts afresh.
       // A reset that slid, reading by reading, off the period's first (a key's limit whose reset is
       // "now + duration", Groq's and OpenAI's `1m2s`: a sliding window) is a new period too, its pace
@@ -124,14 +125,14 @@ export class PlanTracker {
       // drawn from a reading hours old.
       if (st && !samePeriod(st.latest.resets_at, w.resets_at)) st = undefined
       else if (st && !samePeriod(st.period, w.resets_at)) {
-        const before = st.history.slice(-1)
-        st = { latest: w, period: w.resets_at, history: before }
+        st = { latest: w, period: w.resets_at, history: st.history.slice(-1) }
         a.windows.set(w.name, st)
       }
       if (!st) {
         st = { latest: w, period: w.resets_at, history: [] }
         a.windows.set(w.name, st)
       }
+      if (before && before !== st) this.carryOver(a, before, st, w, now)
       st.latest = w
       st.history.push({ t: at, u: w.utilization })
       // The period's first reading stays: the pace runs from it (the oldest after it go first).
@@ -139,6 +140,23 @@ export class PlanTracker {
       this.checkThresholds(a, st, now)
     }
     for (const l of this.listeners) l()
+  }
+
+  /**
+   * A new period `next` of a window whose period `prev` had not reset when reading `w` came (its
+   * reset later: one that slides, "now + what is left", or moved on): the thresholds `prev` told
+   * that its latest reading and `w` are both over are one crossing, told already. Told again, a
+   * sliding window (a new period every minute of slide, for its pace) was told every minute while
+   * it stayed over a threshold. A window that has reset, or that `w` finds back under a threshold,
+   * crosses it anew.
+   */
+  private carryOver(a: Account, prev: WindowState, next: WindowState, w: MeterWindow, now: number): void {
+    if (a.kind !== 'plan' || prev.latest.resets_at === null || prev.latest.resets_at <= now) return
+    for (const th of this.thresholds) {
+      if (prev.latest.utilization < th || w.utilization < th) continue
+      if (!this.alerts.known(a.key, `${alertSlot(a.key, w.name, th)}${prev.period ?? ''}`, prev.period)) continue
+      this.alerts.remember(`${alertSlot(a.key, w.name, th)}${next.period ?? ''}`)
+    }
   }
 
   private checkThresholds(a: Account, st: WindowState, now: number): void {
