@@ -8,6 +8,7 @@ import { type OutboundAlert, runawayPayload, testPayload, thresholdAlertId, thre
 import { type Delivery, type WebhookTarget, WebhookSender } from './webhooks'
 import { SentHere } from './sent-here'
 import { ClaimStandby, deliveryMs } from './handover'
+import { LateClaims } from './late-claims'
 
 export interface Alerts {
   webhooks: WebhookSender
@@ -44,6 +45,11 @@ export function alertsOf(ctx: ServerContext): Alerts {
     // Failed with the webhook never having taken it (a stale password's 401, a 5xx, no connection):
     // let go, for an instance standing by (./handover.ts) to send with its settings. Otherwise
     // settled: those standing by stop (delivered, or it may have been: never sent twice).
+    done(d, held)
+  }
+  // Delivery `d`'s claim `held`, its delivery over (or the server closing): let go or settled, as above.
+  const done = (d: Delivery, held: HeldClaim) => {
+    if (!claims) return
     const ended = d.status === 'failed' && !webhooks.mayHaveReached(d) ? claims.release([held]) : claims.settle([held])
     claiming.add(ended)
     void ended.finally(() => claiming.delete(ended))
@@ -78,6 +84,18 @@ export function alertsOf(ctx: ServerContext): Alerts {
   // Sent with their claim not asked (the database failed): no claim of this instance to let go,
   // nor kept for the next start, which reads the crossing back and claims it then.
   const unasked = new WeakSet<Delivery>()
+  // Their claims, asked again until the database answers: written, another instance reading the
+  // crossing back finds it sent. Won while the delivery goes on, the claim is its own as any
+  // (let go at shutdown, settled or let go as it ends); won after, settled or let go at once.
+  let closing = false
+  const late = claims
+    ? new LateClaims(claims, (d) => d.status === 'failed' && !webhooks.mayHaveReached(d), (d, held) => {
+      if (d.status === 'pending' && !closing) {
+        claimOf.set(d, held)
+        unasked.delete(d)
+      } else done(d, held)
+    })
+    : null
   const unsent: HeldClaim[] = []
   const claiming = new Set<Promise<void>>()
   // Claimed at once, sent in the order they were announced: sent as each claim answered, a slower
@@ -112,7 +130,10 @@ export function alertsOf(ctx: ServerContext): Alerts {
         sent.forEach((d, i) => {
           const c = held[i]
           if (c) claimOf.set(d, c)
-          else unasked.add(d)
+          else {
+            unasked.add(d)
+            late?.add(d, e, mine[i])
+          }
         })
       })
       .finally(() => claiming.delete(p))
@@ -125,7 +146,9 @@ export function alertsOf(ctx: ServerContext): Alerts {
   if (claims && webhooks.webhooks.length > 0) ctx.onClose(engine.onRestored((e) => claimed(claims, e)))
   ctx.onClose(runaway.onEvent((e) => void post(runawayPayload(e, `alert_${randomUUID()}`))))
   ctx.onClose(async () => {
+    closing = true
     standby?.close()
+    late?.close()
     const dropped = await webhooks.close()
     // Those not sent stay for the next start, but those whose claim is let go below (another
     // instance, or the next start, claims and sends them) and those sent unasked (the next start
