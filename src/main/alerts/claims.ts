@@ -26,6 +26,14 @@ export interface HeldClaim {
 
 export type Claim = { result: 'won'; held: HeldClaim } | { result: Exclude<ClaimResult, 'won'> }
 
+/**
+ * How the tokens of claims this build wins begin: their holder settles them or lets them go
+ * (./handover.ts). Builds before it that wrote tokens (4f900dcc to 6acfdfbe) did neither, and one
+ * standing by for such a claim asked for it every 2 s until it aged out (about 27 minutes with the
+ * defaults), for nothing: a claim without the mark is done with for those standing by.
+ */
+export const SETTLING_OWNER = 'settling:'
+
 /** Thrown to roll back a claim whose old builds' name another instance holds (`legacyClaimId`). */
 const LOST_TO_OLD_BUILD = new Error('claimed under the old builds\' name')
 
@@ -57,7 +65,8 @@ export class AlertClaims {
   async claim(e: ThresholdEvent, webhook: WebhookTarget): Promise<Claim> {
     const id = claimId(e, webhook)
     const legacy = legacyClaimId(e, webhook)
-    const held: HeldClaim = legacy === id ? { id, token: randomUUID() } : { id, legacy, token: randomUUID() }
+    const token = `${SETTLING_OWNER}${randomUUID()}`
+    const held: HeldClaim = legacy === id ? { id, token } : { id, legacy, token }
     const params = { owner: held.token, rearm_s: rearmSeconds(e) }
     try {
       await ensurePostgresSchema(this.store)
@@ -109,17 +118,23 @@ export class AlertClaims {
   }
 
   /**
-   * Where a claim another instance won stands (./handover.ts): `free`, let go (its delivery failed,
-   * the webhook never took it; or a shutdown); `done`, its alert done with (`settle`), or claimed
-   * longer ago than a delivery can take (`waitMs`: sent, or its instance killed and its own next
-   * start sends it); `held`, its delivery under way. Throws when the database cannot be asked.
+   * Where claims another instance won stand (./handover.ts), in one query: `free`, let go (its
+   * delivery failed, the webhook never took it; or a shutdown); `done`, its alert done with
+   * (`settle`), claimed longer ago than a delivery can take (`waitMs`: sent, or its instance
+   * killed and its own next start sends it), or held by a build that never settles nor lets go
+   * (its token without SETTLING_OWNER); `held`, its delivery under way. Throws when the database
+   * cannot be asked.
    */
-  async standing(id: string, waitMs: number): Promise<'free' | 'done' | 'held'> {
-    const row = await this.store.get<{ done: boolean }>(
-      "SELECT (owner IS NULL OR claimed_at < now() - @wait_s::float8 * interval '1 second') AS done FROM alert_claims WHERE id = @id",
-      { id, wait_s: waitMs / 1000 },
+  async standing(ids: readonly string[], waitMs: number): Promise<Map<string, 'free' | 'done' | 'held'>> {
+    const out = new Map<string, 'free' | 'done' | 'held'>(ids.map((id) => [id, 'free']))
+    if (ids.length === 0) return out
+    const rows = await this.store.all<{ id: string; done: boolean }>(
+      `SELECT id, (owner IS NULL OR left(owner, ${SETTLING_OWNER.length}) <> @mark OR claimed_at < now() - @wait_s::float8 * interval '1 second') AS done
+        FROM alert_claims WHERE id = ANY(@ids::text[])`,
+      { ids: [...ids], mark: SETTLING_OWNER, wait_s: waitMs / 1000 },
     )
-    return !row ? 'free' : row.done ? 'done' : 'held'
+    for (const r of rows) out.set(r.id, r.done ? 'done' : 'held')
+    return out
   }
 
   private cleanup(): void {

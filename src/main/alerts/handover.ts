@@ -73,17 +73,24 @@ export class ClaimStandby {
     this.timer.unref?.()
   }
 
+  /** Claims stood by for now. */
+  get size(): number {
+    return this.waiting.size
+  }
+
+  /** Every claim stood by for, asked in one query (not one each: many crossings lost at once). */
   private async poll(now = Date.now()): Promise<void> {
-    for (const [id, s] of [...this.waiting]) {
+    for (const [id, s] of this.waiting) if (s.until <= now) this.waiting.delete(id)
+    const asked = [...this.waiting]
+    if (asked.length === 0) return
+    const standing = await this.claims.standing(asked.map(([id]) => id), this.waitMs).catch(() => null)
+    if (!standing) return
+    for (const [id, s] of asked) {
+      const st = standing.get(id)
       if (this.closed) return
-      if (s.until <= now) {
-        this.waiting.delete(id)
-        continue
-      }
-      const standing = await this.claims.standing(id, this.waitMs).catch(() => 'held' as const)
-      if (standing === 'held') continue
+      if (st === 'held' || this.waiting.get(id) !== s) continue
       this.waiting.delete(id)
-      if (standing === 'free' && !this.closed) this.reclaim(s.e, s.webhook)
+      if (st === 'free') this.reclaim(s.e, s.webhook)
     }
   }
 }

@@ -12,6 +12,8 @@ import { LateClaims } from './late-claims'
 
 export interface Alerts {
   webhooks: WebhookSender
+  /** PostgreSQL: how many claims other instances won this instance stands by for now (./handover.ts); 0 on SQLite. */
+  standingBy(): number
 }
 
 const installed = new WeakMap<ServerContext, Alerts>()
@@ -165,7 +167,7 @@ export function alertsOf(ctx: ServerContext): Alerts {
     await Promise.allSettled([...claiming])
     await claims.release([...unsent, ...dropped.flatMap((d) => claimOf.get(d) ?? [])])
   })
-  const a = { webhooks }
+  const a = { webhooks, standingBy: () => standby?.size ?? 0 }
   installed.set(ctx, a)
   return a
 }
