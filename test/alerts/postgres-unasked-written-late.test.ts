@@ -4,7 +4,8 @@ import { hashKey } from '../../src/main/proxy/attribution'
 import { eventually } from '../support/http'
 import { until, usePostgres } from '../support/pg-harness'
 import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
-import { claimCall } from './pg-claims'
+import { cutProxy } from '../support/cut-proxy'
+import { claimCall, claimReady } from './pg-claims'
 import { receiver } from './support'
 
 /**
@@ -51,4 +52,37 @@ describe('an alert sent without its claim answered (PostgreSQL)', () => {
     await eventually(() => sent().includes(1), 20_000)
     expect(sent()).toEqual([0.5, 1])
   }, 120_000)
+
+  it('so with PostgreSQL gone away for that instance as it crossed, and back', async () => {
+    const hook = await receiver()
+    h.onTeardown(() => hook.close())
+    const url = h.database()
+    const proxy = await cutProxy(Number(new URL(url).port))
+    h.onTeardown(() => proxy.close())
+    const alerts = { webhooks: [{ url: `${hook.url}/hook`, format: 'json' }], backoff_ms: 20 }
+    replayJson(h.upstream, NANO_FIXTURE)
+    const key = 'sk-claim-late-0002'
+    const sent = () => hook.got.filter((g) => g.body.api_key_hash === hashKey(key)).map((g) => g.body.threshold_pct)
+    const db = h.store(url)
+    // A reaches PostgreSQL through a relay; its calls wait a second for the database, then are decided in process.
+    const a = await pgBudgetServer(h, proxy.url(url), { budgets, alerts, storage: { budget_wait_ms: 1000 } })
+    await claimReady(a, 'sk-claim-warm-0004')
+    proxy.cut()
+    for (let i = 0; i < 2; i++) expect((await claimCall(a, key)).status).toBe(200)
+    // A sends it with no claim asked.
+    await eventually(() => sent().length === 1, 20_000)
+    expect(sent()).toEqual([0.5])
+    expect(await db.all('SELECT id FROM alert_claims')).toHaveLength(0)
+    // PostgreSQL is back for A: its calls, the crossing as announced and the claim of what it sent are written.
+    proxy.restore()
+    await until("A's calls are stored", async () => (await db.all('SELECT id FROM calls WHERE api_key_hash = @k', { k: hashKey(key) })).length === 2, 60_000)
+    await until('the crossing is kept as announced', async () => (await db.all('SELECT id FROM budget_announced')).length > 0, 60_000)
+    await until('A writes the claim of the alert it sent unasked', async () => (await db.all('SELECT id FROM alert_claims WHERE owner IS NULL')).length === 1, 60_000)
+    await a.stop()
+    const b = await pgBudgetServer(h, url, { budgets, alerts })
+    await eventually(() => (budgetsOf(b.server.context).feed?.stats.reloads ?? 0) > 0, 20_000)
+    for (let i = 0; i < 2; i++) expect((await claimCall(b, key)).status).toBe(200)
+    await eventually(() => sent().includes(1), 20_000)
+    expect(sent()).toEqual([0.5, 1])
+  }, 180_000)
 })
