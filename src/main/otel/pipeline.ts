@@ -98,6 +98,12 @@ export class OtelPipeline {
   private readonly tenant = new BoundedLabel(200)
   /** The operation is the ledger's endpoint where the conventions have no name for it: a Gemini call's is the method its client names. */
   private readonly operation = new BoundedLabel(50)
+  /**
+   * `error.type` on the duration histogram: Burnrate's reason, a status code, or what the provider's
+   * answer named, which some APIs give as words carrying the request's figures (Mistral's
+   * Conversations, Gemini's Interactions: "Prompt contains 40312 tokens…"), a new value per call.
+   */
+  private readonly errorType = new BoundedLabel(50)
   readonly status: OtelStatus
 
   constructor(private readonly opts: OtelOptions) {
@@ -262,7 +268,7 @@ export class OtelPipeline {
       ins.tokens.record(c.output_tokens, { ...base, [GEN_AI.tokenType]: 'output' })
     }
     const err = errorType(c)
-    ins.duration.record(c.latency_ms / 1000, err ? { ...base, [ERROR_TYPE]: err } : base)
+    ins.duration.record(c.latency_ms / 1000, err ? { ...base, [ERROR_TYPE]: this.errorType.value(err) } : base)
     ins.cost.add(c.cost_usd, this.costAttributes(base, c.agent, c.tenant, c.billing))
     const key = `${base[GEN_AI.operation]}\n${base[GEN_AI.provider]}\n${base[GEN_AI.requestModel]}`
     let t = tokenSums.get(key)
