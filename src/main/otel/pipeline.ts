@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto'
 import type { Agent } from 'node:http'
 import { SpanKind, SpanStatusCode, type Attributes, type Counter, type Histogram } from '@opentelemetry/api'
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics'
 import { type ReadableSpan, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
@@ -12,6 +11,7 @@ import type { MovedCost } from '../pricing/moves'
 import { BoundedLabel, billingLabel } from '../metrics/labels'
 import { bareUrl } from '../storage/url'
 import { BURNRATE, ERROR_TYPE, GEN_AI, errorType, operationName, providerName, spanAttributes, spanName } from './semconv'
+import { SpanExporter } from './span-exporter'
 
 export interface OtelOptions {
   /** Collector base URL; `/v1/traces` and `/v1/metrics` are appended. */
@@ -83,7 +83,7 @@ export class OtelPipeline {
   private readonly timer: NodeJS.Timeout
   private readonly collect = new Collect()
   private readonly tracerProvider: TracerProvider | null = null
-  private readonly traceExporter: OTLPTraceExporter | null = null
+  private readonly traceExporter: SpanExporter | null = null
   private readonly meterProvider: MeterProvider | null = null
   private readonly instruments: {
     tokens: Histogram
@@ -131,7 +131,7 @@ export class OtelPipeline {
     const agent = opts.agent
     const common = { headers: opts.headers, timeoutMillis: opts.timeoutMs, ...(agent ? { httpAgentOptions: () => agent } : {}) }
     if (opts.traces) {
-      this.traceExporter = new OTLPTraceExporter({ ...common, url: signal('/v1/traces') })
+      this.traceExporter = new SpanExporter({ ...common, url: signal('/v1/traces') })
       this.tracerProvider = new TracerProvider({ resource, spanProcessors: [this.collect] })
     }
     if (opts.metrics) {
