@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
 import { ingestedSpend } from '../dashboard/budgets'
 import type { ServerContext } from '../server/context'
-import { within } from './wait'
+import { READ_WAIT_MS, within } from './wait'
 
 /**
  * Ledger health and spend, read at scrape time from the ledger's status and in-memory spend. On a
@@ -73,10 +73,30 @@ export function ledgerGauges(registry: Registry, ctx: Pick<ServerContext, 'ledge
       if (!ledger.spend.loaded && !(await within(() => ledger.spend.loaded))) return
       const now = Date.now()
       const t = ledger.spend.totals(now)
-      // The members' spend of the day and month the totals are of (they may have rolled past `now`'s).
-      const members = teamServer ? await ingestedSpend(ctx.store, ledger.spend, ledger.spend.totalsAt(now)) : { day: 0, month: 0 }
+      // The members' spend of the day and month the totals are of (they may have rolled past `now`'s),
+      // read from the database: while it cannot be read (PostgreSQL away), no sample rather than a
+      // partial sum, and never a failed scrape (its ledger_writable 0 is what an alert reads then).
+      const members = teamServer ? await readOrNull(ingestedSpend(ctx.store, ledger.spend, ledger.spend.totalsAt(now))) : { day: 0, month: 0 }
+      if (members === null) return
       this.labels('today').set(t.day + members.day)
       this.labels('month').set(t.month + members.month)
     },
   })
+}
+
+/** What `read` gives, or null when it fails or takes longer than a scrape waits for a read (READ_WAIT_MS). */
+async function readOrNull<T>(read: Promise<T>): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), READ_WAIT_MS)
+    timer.unref()
+  })
+  try {
+    return await Promise.race([read, late])
+  } catch {
+    return null
+  } finally {
+    clearTimeout(timer)
+    read.catch(() => {})
+  }
 }
