@@ -15,7 +15,10 @@ const h = usePostgres({
   upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"id":"x","model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}' }),
 })
 let team: TestServer
-afterAll(() => h.pg.startServer())
+let away = false
+afterAll(() => {
+  if (away) h.pg.startServer()
+})
 
 const sample = (text: string, name: string) => text.split('\n').find((l) => l.startsWith(name + ' ') || l.startsWith(name + '{'))
 
@@ -33,6 +36,7 @@ describe('a team server on PostgreSQL, scraped while PostgreSQL is away', () => 
     expect(sample(before.text, 'burnrate_spend_usd')).toBe('burnrate_spend_usd{period="today"} 1.25')
 
     h.pg.stopServer()
+    away = true
     // A proxied call the ledger cannot write: it is not writable.
     await postJson(`${team.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: 'Bearer sk-proj-away-0000abcd' })
     let text = ''
