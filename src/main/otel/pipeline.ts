@@ -25,6 +25,8 @@ export interface OtelOptions {
   version: string
   /** The node:http agent to reach the collector with (behind a proxy: http/egress.ts); null: the exporters' own. */
   agent?: Promise<Agent> | null
+  /** The spans' own agent of the same kind (its connections are closed with an export given up); null: a plain keep-alive one. */
+  spanAgent?: Promise<Agent> | null
 }
 
 /** What `/api/health` shows under `otel`. */
@@ -84,6 +86,7 @@ export class OtelPipeline {
   private readonly collect = new Collect()
   private readonly tracerProvider: TracerProvider | null = null
   private readonly traceExporter: SpanExporter | null = null
+  private readonly spanAgent: Promise<Agent> | null = null
   private readonly meterProvider: MeterProvider | null = null
   private readonly instruments: {
     tokens: Histogram
@@ -131,7 +134,10 @@ export class OtelPipeline {
     const agent = opts.agent
     const common = { headers: opts.headers, timeoutMillis: opts.timeoutMs, ...(agent ? { httpAgentOptions: () => agent } : {}) }
     if (opts.traces) {
-      this.traceExporter = new SpanExporter({ ...common, url: signal('/v1/traces') })
+      // An agent of the spans' own: the guard of an export (exportSpans) closes its connections.
+      const spanAgent = opts.spanAgent ?? directAgent(opts.endpoint)
+      this.spanAgent = spanAgent
+      this.traceExporter = new SpanExporter({ ...common, httpAgentOptions: () => spanAgent, url: signal('/v1/traces') })
       this.tracerProvider = new TracerProvider({ resource, spanProcessors: [this.collect] })
     }
     if (opts.metrics) {
@@ -311,8 +317,15 @@ export class OtelPipeline {
         this.status.last_error = `span export to ${this.status.endpoint} failed: ${describe(error)}`
       }
     }
-    // The exporter's own timeout ends every export; this only makes sure a lost callback cannot stop exports for good.
-    const guard = setTimeout(() => finish(false, new Error('no answer')), this.opts.timeoutMs + 5000)
+    // The exporter's own timeout is a limit on silence, not on the export: a collector (or a proxy in
+    // front of it) that answers a byte at a time holds it for as long as it likes. Past the longest an
+    // export may take (behind a proxy, opening the tunnel too), it is given up and its connection
+    // closed: else the next export went beside it, one more connection held open each time, without end.
+    const limit = this.opts.timeoutMs * (this.opts.spanAgent ? 2 : 1) + 5000
+    const guard = setTimeout(() => {
+      finish(false, new Error(`no answer within ${Math.round(limit / 1000)} s`))
+      void this.spanAgent?.then((a) => a.destroy(), () => {})
+    }, limit)
     guard.unref()
     try {
       exporter.export(spans, (r) => finish(r.code === 0, r.error))
@@ -364,4 +377,9 @@ export class OtelPipeline {
     const stop = Promise.allSettled([this.meterProvider?.shutdown(), this.tracerProvider?.shutdown(), this.traceExporter?.shutdown()])
     await Promise.race([stop, new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())).unref())])
   }
+}
+
+/** A keep-alive agent for `endpoint`'s protocol, as the exporters make their own. */
+function directAgent(endpoint: string): Promise<Agent> {
+  return (new URL(endpoint).protocol === 'https:' ? import('node:https') : import('node:http')).then((m) => new m.Agent({ keepAlive: true }))
 }
