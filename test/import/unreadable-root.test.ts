@@ -57,7 +57,7 @@ it.skipIf(root && !existsSync('/usr/bin/setpriv'))('a log folder that cannot be 
   expect(given.stderr).not.toContain('no such folder')
   expect(given.stderr).toBe('')
   expect(given.code).toBe(0)
-  expect(given.stdout).toContain(`1 of claude-code's logs could not be read (no permission?): ${logs}`)
+  expect(given.stdout).toContain(`1 of claude-code's logs could not be read (no permission, or in use?): ${logs}`)
 
   // The standard folders: ~/.config/claude/projects is not there, ~/.claude/projects cannot be read.
   const standard = cli('import', 'claude-code', '--data-dir', data, '--json')

@@ -37,8 +37,8 @@ export async function listFiles(root: string, unreadable: (path: string) => void
   return out
 }
 
-/** '2 of claude-code's logs could not be read (no permission?): <paths>', the first few named. */
+/** '2 of claude-code's logs could not be read (no permission, or in use?): <paths>', the first few named. */
 export function unreadableNote(s: { agent: string; unreadable: readonly string[] }): string {
   const shown = s.unreadable.slice(0, 3).join(', ') + (s.unreadable.length > 3 ? `, and ${s.unreadable.length - 3} more` : '')
-  return `${s.unreadable.length} of ${s.agent}'s logs could not be read (no permission?): ${shown}`
+  return `${s.unreadable.length} of ${s.agent}'s logs could not be read (no permission, or in use?): ${shown}`
 }

@@ -6,7 +6,7 @@ import { count, emptyUsage, type Usage } from '../../metering/usage'
 import { PROVIDERS } from '../../providers/registry'
 import { str, timeOf } from '../lines'
 import type { LogSource, LoggedCall, Parsed } from '../types'
-import { listFiles, vanished } from '../walk'
+import { fsError, listFiles, vanished } from '../walk'
 import { opencodeLogins } from './opencode-logins'
 import { type Step, storedSteps } from './opencode-steps'
 
@@ -72,7 +72,7 @@ function readDatabase(path: string, logins: ReadonlySet<string>): Parsed {
   let db: Database.Database | null = null
   try {
     db = new Database(path, { readonly: true, fileMustExist: true })
-    const rootOf = sessionRoots(db)
+    const rootOf = sessionRoots(db, path)
     for (const row of db.prepare('SELECT id, session_id, data FROM message').iterate() as Iterable<any>) {
       let msg: any
       try {
@@ -84,7 +84,13 @@ function readDatabase(path: string, logins: ReadonlySet<string>): Parsed {
       const call = opencodeCall({ id: row.id, sessionID: row.session_id, ...msg }, logins)
       if (call) out.calls.push({ ...call, session: rootOf(call.session) })
     }
-  } catch {
+  } catch (err) {
+    // Busy or locked (another process holds it), not opened, or an I/O error partway: the file not
+    // read, never its messages' content. Thrown as the file system's, the importer names it and
+    // reads it again next time; counted as a bad line, it was taken as read, and the messages
+    // after the error waited for the database to change again.
+    const unreadable = fsError(err) ? err : sqliteUnreadable(path, err)
+    if (unreadable) throw unreadable
     out.skipped++
   } finally {
     db?.close()
@@ -92,18 +98,29 @@ function readDatabase(path: string, logins: ReadonlySet<string>): Parsed {
   return out
 }
 
+/** SQLite's errors of a file that could not be read now (its code's kind), as the file system's error; null for its content's. */
+function sqliteUnreadable(path: string, err: unknown): NodeJS.ErrnoException | null {
+  const code = String((err as { code?: unknown } | null)?.code ?? '')
+  const errno = /^SQLITE_(BUSY|LOCKED)/.test(code) ? 'EBUSY' : /^SQLITE_(CANTOPEN|PERM|AUTH)/.test(code) ? 'EACCES' : /^SQLITE_(IOERR|PROTOCOL|FULL|NOMEM)/.test(code) ? 'EIO' : ''
+  if (!errno) return null
+  return Object.assign(new Error(`${path}: ${(err as Error).message} (${code})`), { code: errno, path })
+}
+
 /**
  * The session a sub-agent's session (the task tool's, its `session` row naming the one that
  * started it, `parent_id`) is recorded under: its root, as the proxy records its calls (their
  * `x-parent-session-id`, ../../agents/opencode.ts). A database without the table: each its own.
  */
-function sessionRoots(db: Database.Database): (id: string) => string {
+function sessionRoots(db: Database.Database, path: string): (id: string) => string {
   const parents = new Map<string, string>()
   try {
     for (const r of db.prepare('SELECT id, parent_id FROM session WHERE parent_id IS NOT NULL').iterate() as Iterable<any>) {
       if (typeof r.id === 'string' && typeof r.parent_id === 'string' && r.parent_id) parents.set(r.id, r.parent_id)
     }
-  } catch {
+  } catch (err) {
+    // Busy or not read: the file is read again later, never its sub-agents' calls put under their own sessions.
+    const unreadable = sqliteUnreadable(path, err)
+    if (unreadable) throw unreadable
     // An older or partial database: no parents known.
   }
   return (id) => {
