@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import { str } from '../lines'
+import { fsError, vanished } from '../walk'
 
 /**
  * The steps of an opencode message, from its `step-finish` parts.
@@ -22,8 +23,10 @@ export interface Step {
 /**
  * A message's `step-finish` parts in opencode's file storage, in the order written: the message is
  * `storage/message/<session>/<message>.json`, its parts `storage/part/<message>/<part>.json`. None
- * when its folder is absent or cannot be read (the message is then read as it says), or a part
- * is not whole (one still being written is read at the next import, the message rewritten after it).
+ * when its folder is absent (the message is then read as it says), or a part is not whole (one
+ * still being written is read at the next import, the message rewritten after it). A folder or part
+ * there that cannot be read (no permission) throws its error: the importer names the message as
+ * unreadable and reads it again next time (read as it says, its other steps were lost for good).
  */
 export async function storedSteps(messagePath: string, messageId: string, created: number): Promise<Step[]> {
   const storage = dirname(dirname(dirname(messagePath)))
@@ -39,7 +42,8 @@ export async function storedSteps(messagePath: string, messageId: string, create
       const id = str(p.id) || basename(name, '.json')
       steps.push({ id, ts: idTime(id, created), tokens: p.tokens })
     }
-  } catch {
+  } catch (err) {
+    if (fsError(err) && !vanished(err)) throw err
     return []
   }
   return steps.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))

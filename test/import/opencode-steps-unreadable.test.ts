@@ -1,0 +1,71 @@
+import { spawnSync } from 'node:child_process'
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import BetterSqlite from 'better-sqlite3'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+
+/**
+ * An older opencode's message of several steps (test/fixtures/opencode-steps: msg_90f0e27d…, three
+ * steps, three API calls) whose part folder the user could not read (one `sudo` left owned by
+ * root) was imported as its last step's one call and recorded as read: its other steps were
+ * never imported, even once the folder could be read. The message is now named as unreadable and
+ * read, every step, at the next import. The built CLI runs as a user who cannot read it (as root:
+ * through setpriv without the capabilities that let root read what it may not).
+ */
+const CLI = resolve(__dirname, '../../out/main/cli.js')
+const root = process.getuid?.() === 0
+const runner = root ? '/usr/bin/setpriv' : process.execPath
+const NO_READ_ALL = '-dac_override,-dac_read_search'
+const prefix = root ? [`--inh-caps=${NO_READ_ALL}`, `--bounding-set=${NO_READ_ALL}`, process.execPath] : []
+let dir: string
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'burnrate-opencode-steps-unreadable-'))
+  chmodSync(dir, 0o755)
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+function cli(...args: string[]) {
+  const r = spawnSync(runner, [...prefix, CLI, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: join(dir, 'home'), NO_COLOR: '1' }, timeout: 60_000 })
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+}
+
+/** Every folder and file below `p` readable by all. */
+function openAll(p: string): void {
+  chmodSync(p, statSync(p).isDirectory() ? 0o755 : 0o644)
+  if (statSync(p).isDirectory()) for (const n of readdirSync(p)) openAll(join(p, n))
+}
+
+it.skipIf(root && !existsSync('/usr/bin/setpriv'))("a several-step message whose part folder cannot be read is named, and each of its steps imported once it can be", () => {
+  const oc = join(dir, 'opencode')
+  cpSync(resolve(__dirname, '../fixtures/opencode-steps'), oc, { recursive: true })
+  openAll(oc)
+  const parts = join(oc, 'storage/part/msg_90f0e27d0001WD25RQ4F5ZR3qa')
+  const msg = join(oc, 'storage/message/ses_6b3d9f0e2a/msg_90f0e27d0001WD25RQ4F5ZR3qa.json')
+  chmodSync(parts, 0o000)
+  for (const d of ['home', 'data']) {
+    mkdirSync(join(dir, d))
+    chmodSync(join(dir, d), 0o777)
+  }
+  const data = join(dir, 'data')
+  const run = () => {
+    const r = cli('import', 'opencode', '--path', oc, '--data-dir', data, '--json')
+    expect(r.stderr).toBe('')
+    expect(r.code).toBe(0)
+    return JSON.parse(r.stdout).results[0]
+  }
+  // Today's one-step message imported; the several-step one named, not taken as one call.
+  const before = run()
+  expect([before.imported, before.unreadable]).toEqual([1, [msg]])
+
+  // Its owner gives the folder back (neither the message's size nor its mtime changes): every step imported.
+  chmodSync(parts, 0o755)
+  const after = run()
+  expect([after.imported, after.unreadable]).toEqual([3, []])
+  const db = new BetterSqlite(join(data, 'burnrate.db'), { readonly: true })
+  try {
+    expect(db.prepare('SELECT COUNT(*) AS n FROM calls').get()).toEqual({ n: 4 })
+  } finally {
+    db.close()
+  }
+})
