@@ -1,5 +1,6 @@
 import { basename, dirname, join } from 'node:path'
 import { fileJsonLines, timeOf } from '../lines'
+import { fsError, vanished } from '../walk'
 
 /**
  * A Claude Code subagent's login, from its session's transcript.
@@ -34,8 +35,11 @@ export function parentSessionLog(path: string): string | null {
 }
 
 /**
- * The requests a session's transcript logged, in the order written; none when it cannot be read
- * (gone, no permission: its subagents' calls are then money, as a log without requests is).
+ * The requests a session's transcript logged, in the order written; none when it is gone (its
+ * subagents' calls are then money, as a log without requests is). One there that cannot be read
+ * (no permission: one `sudo` left owned by root) throws its error: the subagent's transcript is
+ * named as unreadable and read again at the next import, its calls never recorded as money on a
+ * guess (recorded so, they stayed money once the session's transcript could be read).
  */
 export async function sessionLogins(path: string): Promise<Login[]> {
   const out: Login[] = []
@@ -45,7 +49,8 @@ export async function sessionLogins(path: string): Promise<Login[]> {
       const betas = line.params?.betas
       out.push({ ts: timeOf(line.timestamp), oauth: Array.isArray(betas) && betas.includes(OAUTH_BETA) })
     }
-  } catch {
+  } catch (err) {
+    if (fsError(err) && !vanished(err)) throw err
     return []
   }
   return out
