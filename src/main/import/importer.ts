@@ -132,7 +132,7 @@ export interface ImportStats {
   matched: number
   /** Calls imported before (nothing done). */
   duplicates: number
-  /** Lines that could not be read (malformed or truncated): skipped. */
+  /** Lines that could not be read (malformed or truncated), and calls logged without a time that can be read: skipped. */
   skipped_lines: number
   /** Calls too recent to import yet (see settleMs). */
   deferred: number

@@ -72,6 +72,8 @@ class ClaudeCodeLog {
   private readonly calls: (LoggedCall & { request: string })[] = []
   /** The logged requests by id: true when sent with an OAuth token (a Claude account's plan). */
   private readonly requests = new Map<string, boolean>()
+  /** Calls logged without a time that can be read: bad lines. */
+  private untimed = 0
 
   add(line: any): void {
     const { byId, calls, requests } = this
@@ -87,7 +89,12 @@ class ClaudeCodeLog {
     const model = str(m.model)
     const ts = timeOf(e.timestamp)
     const usage = anthropicUsage(m.usage)
-    if (!usage || !model || model === '<synthetic>' || !Number.isFinite(ts)) return
+    if (!usage || !model || model === '<synthetic>') return
+    // A call without a time that can be read is a bad line, counted: dropped without a word, the summary said every line was read.
+    if (!Number.isFinite(ts)) {
+      this.untimed++
+      return
+    }
     const id = str(m.id)
     const bedrock = BEDROCK_MODEL.test(model)
     const call = {
@@ -135,6 +142,6 @@ class ClaudeCodeLog {
       const oauth = requests.size > 0 ? (requests.get(c.request) ?? fileLogin) : subagentLogin(session, c.ts)
       if (oauth) c.billing = 'subscription'
     }
-    return { calls: calls.map(({ total: _t, sidechain: _s, request: _r, ...c }: any) => c as LoggedCall), skipped }
+    return { calls: calls.map(({ total: _t, sidechain: _s, request: _r, ...c }: any) => c as LoggedCall), skipped: skipped + this.untimed }
   }
 }

@@ -101,6 +101,8 @@ class CodexLog {
   private provider = OPENAI
   private lastTotal = -1
   private n = 0
+  /** Calls logged without a time that can be read: bad lines. */
+  private untimed = 0
 
   constructor(private readonly fileId: string) {}
 
@@ -138,7 +140,12 @@ class CodexLog {
       if (!last || typeof last !== 'object') return
       const usage = codexUsage(last)
       const ts = timeOf(line.timestamp)
-      if (usage.input_tokens + usage.output_tokens === 0 || !Number.isFinite(ts)) return
+      if (usage.input_tokens + usage.output_tokens === 0) return
+      // A call without a time that can be read is a bad line, counted (dropped without a word, the summary said every line was read).
+      if (!Number.isFinite(ts)) {
+        this.untimed++
+        return
+      }
       this.lastTotal = totalTokens
       this.n++
       this.calls.push({
@@ -172,6 +179,6 @@ class CodexLog {
         c.billing = 'subscription'
       }
     }
-    return { calls: this.calls, skipped }
+    return { calls: this.calls, skipped: skipped + this.untimed }
   }
 }

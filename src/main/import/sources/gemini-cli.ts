@@ -26,7 +26,7 @@ export const geminiCli: LogSource = {
     const counter = { skipped: 0 }
     if (!path.endsWith('.json')) {
       // A chat's JSONL, read a chunk at a time as Claude Code's (../lines.ts): it keeps every tool output.
-      const calls = await geminiCalls(fileJsonLines(path, counter), project)
+      const calls = await geminiCalls(fileJsonLines(path, counter), project, counter)
       return { calls, skipped: counter.skipped }
     }
     // A file that cannot be read throws (the importer names it and reads it again next time); only its content is a bad line.
@@ -38,11 +38,12 @@ export const geminiCli: LogSource = {
     } catch {
       return { calls: [], skipped: 1 }
     }
-    return { calls: await geminiCalls(records, project), skipped: 0 }
+    return { calls: await geminiCalls(records, project, counter), skipped: counter.skipped }
   },
 }
 
-async function geminiCalls(records: Iterable<any> | AsyncIterable<any>, project: string): Promise<LoggedCall[]> {
+/** `counter`: a call without a time that can be read is a bad line, counted (dropped without a word, the summary said every line was read). */
+async function geminiCalls(records: Iterable<any> | AsyncIterable<any>, project: string, counter: { skipped: number }): Promise<LoggedCall[]> {
   let session = ''
   const byId = new Map<string, LoggedCall>()
   for await (const r of records) {
@@ -59,7 +60,11 @@ async function geminiCalls(records: Iterable<any> | AsyncIterable<any>, project:
         toolUsePromptTokenCount: t.tool,
       })
       const ts = timeOf(m.timestamp)
-      if (!usage || usage.input_tokens + usage.output_tokens === 0 || !Number.isFinite(ts)) continue
+      if (!usage || usage.input_tokens + usage.output_tokens === 0) continue
+      if (!Number.isFinite(ts)) {
+        counter.skipped++
+        continue
+      }
       byId.set(m.id, {
         key: `gemini-cli:${session}:${m.id}`,
         ts,

@@ -61,7 +61,7 @@ async function readLog(path: string, logins: ReadonlySet<string>): Promise<Parse
   }
   const m = msg as any
   const call = opencodeCall(m, logins)
-  if (!call) return { calls: [], skipped: 0 }
+  if (!call) return { calls: [], skipped: untimed(m) ? 1 : 0 }
   return { calls: stepCalls(call, await storedSteps(path, str(m.id), call.ts)), skipped: 0 }
 }
 
@@ -81,8 +81,10 @@ function readDatabase(path: string, logins: ReadonlySet<string>): Parsed {
         out.skipped++
         continue
       }
-      const call = opencodeCall({ id: row.id, sessionID: row.session_id, ...msg }, logins)
+      const m = { id: row.id, sessionID: row.session_id, ...msg }
+      const call = opencodeCall(m, logins)
       if (call) out.calls.push({ ...call, session: rootOf(call.session) })
+      else if (untimed(m)) out.skipped++
     }
   } catch (err) {
     // Busy or locked (another process holds it), not opened, or an I/O error partway: the file not
@@ -195,6 +197,16 @@ export function opencodeCall(m: any, logins: ReadonlySet<string>): LoggedCall | 
     response_id: '',
     endpoint: '',
   }
+}
+
+/**
+ * Whether a message that is not a call is one only for its time, which cannot be read: a bad
+ * line, counted (dropped without a word, the summary said every message was read).
+ */
+function untimed(m: any): boolean {
+  if (!m || typeof m !== 'object' || m.role !== 'assistant' || !m.tokens || typeof m.tokens !== 'object' || !str(m.id)) return false
+  const u = usageOf(m.tokens)
+  return u.input_tokens + u.output_tokens > 0 && !Number.isFinite(timeOf(m.time?.created))
 }
 
 /** A message's or a step's `tokens` as Burnrate counts them: cache and reasoning added back into input and output. */
