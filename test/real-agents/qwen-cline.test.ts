@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
+import { killLeftovers, processesOf, stopClineHub } from './cline-hub'
 import { type Agent, KEYS, jsonLines, lastId, mock, newAgent, rowsAfter, run, settled, snippet, turn, useSuite } from './harness'
 
 /**
@@ -34,20 +35,9 @@ function clineAuth(agent: Agent): void {
   execFileSync('sh', ['-c', line], { cwd: agent.cwd, env: agent.env, stdio: 'ignore', timeout: 120_000 })
 }
 
-/** Cline leaves a hub daemon of its own running after a run; it names its pid in its HOME. */
+/** Every Cline agent's HOME: whatever a failed test left under one is killed after it. */
 const clineHomes: string[] = []
-afterAll(async () => {
-  for (const home of clineHomes) {
-    const record = join(home, '.cline', 'data', 'locks', 'hub', 'production.json')
-    await eventually(() => existsSync(record), 15_000).catch(() => undefined)
-    if (!existsSync(record)) continue
-    try {
-      process.kill(JSON.parse(readFileSync(record, 'utf8')).pid)
-    } catch {
-      // Already gone.
-    }
-  }
-})
+afterEach(() => killLeftovers(clineHomes))
 
 function clineAgent(name: string, key: string): Agent {
   const agent = newAgent(name, { OPENAI_API_KEY: key })
@@ -104,6 +94,9 @@ describe('Qwen Code and Cline through Burnrate', () => {
     const agent = clineAgent('cline', KEYS.openai)
     const ask = async (prompt: string) => {
       const r = await turn(agent, 'cline', ['--json', prompt], 'cline')
+      // The hub daemon it leaves running (as it does for its users), stopped the way its own CLI stops it.
+      if (process.platform === 'linux') expect(processesOf(agent.home).length, 'a Cline hub daemon left running').toBeGreaterThan(0)
+      await stopClineHub(agent)
       expect(jsonLines(r.out.stdout).find((e) => e.type === 'run_result')).toMatchObject({ finishReason: 'completed', text: expect.stringContaining('Burnrate mock answer') })
       for (const e of r.exchanges) expect(e.headers['user-agent']).toMatch(/^ai-sdk\//)
       expect(r.rows.every((row) => row.provider === 'openai' && row.project === agent.cwd)).toBe(true)
@@ -120,6 +113,7 @@ describe('Qwen Code and Cline through Burnrate', () => {
     const beforeRow = lastId()
     const beforeEx = mock.exchanges.length
     const out = await run(agent, 'cline', ['--json', 'Say hello.'])
+    await stopClineHub(agent)
     expect(out.code, out.stdout.slice(-2000) + out.stderr.slice(-2000)).toBe(1)
     expect(jsonLines(out.stdout).find((e) => e.type === 'run_result')).toMatchObject({ finishReason: 'error', text: expect.stringMatching(/budget rule "sk-blocked-\*"/) })
     expect(mock.exchanges.length).toBe(beforeEx)
