@@ -23,7 +23,8 @@ import type { LearntUsage } from './types'
  * model, however small. Such a call's charges beyond tokens are only the per-use charges its usage
  * names, priced as the recorder prices a call that reports none (Sonar Deep Research's searches at
  * $5 per 1,000; a count the price data has no price for, as xAI's tools, at 0), never more than
- * the reported charge; 0 when it names none.
+ * the reported charge; 0 when it names none. When its tokens have no price (a model the price
+ * data lacks), the whole reported charge: the reservation prices those tokens at 0.
  *
  * Null when it cannot be known (an unpriced call, tokens no price knows now); 0 for a call whose
  * usage kept nothing beyond its token columns (`usage_extra` null: no JSON read, nothing priced).
@@ -35,8 +36,13 @@ export function chargesBeyondTokens(pricer: Pricer, pricingId: string, providerN
   let u = usageOf(call)
   const reported = u.provider_cost_usd
   u.provider_cost_usd = undefined
-  if (!perUse(u)) return 0
   const at = new Date(call.ts)
+  // A reported charge for tokens no price knows (a model the price data does not have yet, which
+  // OpenRouter's catalogue is full of): a reservation prices them at 0, so the whole charge is
+  // beyond them. Learnt as 0, every call of the model reserved $0 and a block rule let any number
+  // of them through at once.
+  if (reported !== undefined && reported > 0 && !pricer.price(pricingId, providerName, call.model, u, at).priced) return reported
+  if (!perUse(u)) return 0
   // The whole: what was recorded, or for a reported charge, its usage as priced without it.
   const whole = reported === undefined ? { cost_usd: call.cost_usd, priced: true } : pricer.price(pricingId, providerName, call.model, u, at)
   if (!whole.priced) return null
