@@ -23,7 +23,8 @@ import type { LearntUsage } from './types'
  * model, however small. Such a call's charges beyond tokens are only the per-use charges its usage
  * names, priced as the recorder prices a call that reports none (Sonar Deep Research's searches at
  * $5 per 1,000; a count the price data has no price for, as xAI's tools, at 0), never more than
- * the reported charge; 0 when it names none. When its tokens have no price (a model the price
+ * the reported charge; 0 when it names none. What a call billed by units rather than tokens was
+ * charged for them (seconds of audio, pages: `UNIT_KEYS`) is beyond its tokens too. When its tokens have no price (a model the price
  * data lacks), the whole reported charge: the reservation prices those tokens at 0.
  *
  * Null when it cannot be known (an unpriced call, tokens no price knows now); 0 for a call whose
@@ -48,6 +49,7 @@ export function chargesBeyondTokens(pricer: Pricer, pricingId: string, providerN
   if (!whole.priced) return null
   // The call's own tokens: the parts other models ran (the advisor's) are charges beyond them.
   if (u.advisor) u = ownPart(u)
+  u.extra = tokenExtras(u.extra)
   u.web_searches = 0
   u.storage_searches = 0
   u.tool_images = undefined
@@ -97,5 +99,36 @@ function usageOf(call: LearntUsage): Usage {
 
 /** Whether `u` names a charge per use or a part another model ran, which its own tokens' price does not hold (see above). */
 function perUse(u: Usage): boolean {
-  return u.web_searches > 0 || u.storage_searches > 0 || u.tool_images !== undefined || (u.google_search_queries ?? 0) > 0 || u.google_search_grounded === true || u.advisor !== undefined
+  return (
+    u.web_searches > 0 || u.storage_searches > 0 || u.tool_images !== undefined || (u.google_search_queries ?? 0) > 0 || u.google_search_grounded === true ||
+    u.advisor !== undefined || billedByUnits(u.extra)
+  )
+}
+
+/**
+ * The counts in a usage's `extra` that are not tokens but what the call is billed by (../metering/usage.ts):
+ * seconds of audio (whisper-1, Voxtral) and pages (Mistral's OCR).
+ */
+const UNIT_KEYS = ['audio_seconds', 'input_document_pages', 'input_annotated_document_pages']
+
+function billedByUnits(extra: Record<string, number> | undefined): boolean {
+  return extra !== undefined && UNIT_KEYS.some((k) => (extra[k] ?? 0) > 0)
+}
+
+/** `extra` without the units a call is billed by: its tokens' own splits (audio, image tokens…). */
+function tokenExtras(extra: Record<string, number> | undefined): Record<string, number> | undefined {
+  if (!billedByUnits(extra)) return extra
+  const out: Record<string, number> = {}
+  for (const [k, v] of Object.entries(extra!)) if (!UNIT_KEYS.includes(k)) out[k] = v
+  return Object.keys(out).length > 0 ? out : undefined
+}
+
+/**
+ * Whether a recorded call teaches `expected` reservations: one with output, or one billed by its
+ * audio's seconds or its pages, which has none (a transcription, an OCR call): its charge is what
+ * such calls cost beyond their tokens (`chargesBeyondTokens`).
+ */
+export function teaches(call: Pick<LearntUsage, 'output_tokens' | 'usage_extra'>): boolean {
+  if (call.output_tokens > 0) return true
+  return !!call.usage_extra && UNIT_KEYS.some((k) => call.usage_extra!.includes(`"${k}"`))
 }

@@ -19,6 +19,7 @@ import { MemoryBudgetState } from './state/memory'
 import type { BudgetState, ReserveOutcome } from './state/types'
 import type { BudgetAlert, BudgetMeters, CostAdjustment, LearntUsage } from './types'
 import { reached } from './reached'
+import { teaches } from './call-fees'
 
 /** How much to reserve for a call, and what answered calls teach about the next ones. */
 export interface CostModel {
@@ -263,7 +264,7 @@ export class BudgetEngine implements BudgetMeters {
         // best effort, as learning
       }
     }
-    if (ctx && call.status < 400 && call.output_tokens > 0) {
+    if (ctx && call.status < 400 && teaches(call)) {
       try {
         this.cost.learn(ctx, call)
       } catch {
