@@ -6,7 +6,7 @@ import { Pricer } from '../pricing/price'
 import { openai } from '../providers/openai'
 import type { CallContext } from '../proxy/gate'
 import type { CallShape } from '../providers/types'
-import { chargesBeyondTokens } from './call-fees'
+import { chargesBeyondTokens, teaches } from './call-fees'
 import { CallHistory, expectedUsd } from './expected'
 import type { LearntUsage } from './types'
 
@@ -117,5 +117,23 @@ describe('an expected reservation adds what its model was charged beyond tokens,
     const fg = ctx('o3-deep-research')
     const bg = ctx('o3-deep-research', {}, { background: true })
     expect(expectedUsd(pricer, h, bg) - expectedUsd(pricer, h, fg)).toBeCloseTo(0.4, 12)
+  })
+
+  it('a call billed by units (seconds of audio, pages): what they cost is its charge beyond its tokens, and it teaches though it has no output', () => {
+    const at = new Date(TS)
+    const whisper = { ...emptyUsage(), extra: { audio_seconds: 600 } }
+    const w = pricer.price('openai', 'openai', 'whisper-1', whisper, at)
+    const wc: LearntUsage = { ts: TS, model: 'whisper-1', priced: w.priced, cost_usd: w.cost_usd, ...whisper, usage_extra: usageExtra(whisper) }
+    expect(w.cost_usd).toBeCloseTo(0.06, 12)
+    expect(chargesBeyondTokens(pricer, 'openai', 'openai', wc)).toBe(w.cost_usd)
+    expect(teaches(wc)).toBe(true)
+    const ocr = { ...emptyUsage(), extra: { input_document_pages: 29 } }
+    const o = pricer.price('mistral', 'mistral', 'mistral-ocr-2505', ocr, at)
+    const oc: LearntUsage = { ts: TS, model: 'mistral-ocr-2505', priced: o.priced, cost_usd: o.cost_usd, ...ocr, usage_extra: usageExtra(ocr) }
+    expect(o.cost_usd).toBeGreaterThan(0)
+    expect(chargesBeyondTokens(pricer, 'mistral', 'mistral', oc)).toBeCloseTo(o.cost_usd, 15)
+    expect(teaches(oc)).toBe(true)
+    // A call with neither output nor such units (an embedding) teaches nothing, as before.
+    expect(teaches({ output_tokens: 0, usage_extra: null })).toBe(false)
   })
 })
