@@ -1,5 +1,6 @@
 import type http from 'node:http'
 import type { Socket } from 'node:net'
+import { REFUSED_BODY_BYTES } from '../http/unread-body'
 
 /** How long a client may take to send a request's headers (a slowloris trickles them forever). */
 export const HEADERS_TIMEOUT_MS = 30_000
@@ -26,6 +27,22 @@ const REFUSAL =
   `connection: close\r\ncontent-length: ${Buffer.byteLength(REFUSAL_BODY)}\r\n\r\n${REFUSAL_BODY}`
 
 /**
+ * Answers 503 on a connection no HTTP parser reads. What the client sent is read and dropped (up
+ * to REFUSED_BODY_BYTES): closed with its bytes unread, the connection is reset, and a reset can
+ * take the answer with it. It is closed a second after, whatever the client does.
+ */
+function refuse(s: Socket): void {
+  s.on('error', () => {})
+  let size = 0
+  s.on('data', (chunk: Buffer) => {
+    size += chunk.length
+    if (size > REFUSED_BODY_BYTES) s.destroy()
+  })
+  s.end(REFUSAL)
+  setTimeout(() => s.destroy(), 1000).unref()
+}
+
+/**
  * Keeps connections to at most `max`. A connection is busy from the moment its request's headers
  * are in until its response ends (a long upload or stream is never cut here). When a new one
  * arrives at the cap, the oldest connection that is not busy (idle keep-alive, or still
@@ -36,6 +53,12 @@ const REFUSAL =
 export function limitConnections(server: http.Server, max: number): OpenConnections {
   const conns = new Map<Socket, Conn>()
   const watch = (server: http.Server): void => {
+    // Node's HTTP layer takes a connection in its own 'connection' listener, which puts its parser
+    // on it: those listeners are moved behind this one and given only the connections let in. Left
+    // before it, a connection refused here still had the request of its first packet parsed and
+    // handled (a proxied call forwarded, and billed, for a client answered 503).
+    const takers = server.listeners('connection') as ((s: Socket) => void)[]
+    for (const f of takers) server.removeListener('connection', f)
     server.on('connection', (s: Socket) => {
       if (conns.size >= max) {
         let victim: Socket | null = null
@@ -49,14 +72,13 @@ export function limitConnections(server: http.Server, max: number): OpenConnecti
           conns.delete(victim)
           victim.destroy()
         } else {
-          s.end(REFUSAL)
-          s.on('error', () => {})
-          setTimeout(() => s.destroy(), 1000).unref()
+          refuse(s)
           return
         }
       }
       conns.set(s, { busy: 0 })
       s.on('close', () => conns.delete(s))
+      for (const f of takers) f.call(server, s)
     })
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
       const c = conns.get(req.socket)
