@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { errorBody } from './errors'
 
@@ -21,8 +22,21 @@ const MESSAGES: Record<string, string> = {
  * connection is closed. Nothing of the request is echoed.
  */
 export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
-  const message = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage
-  if (err.code === 'ECONNRESET' || err.code === 'HPE_CLOSED_CONNECTION' || !socket.writable || message?.headersSent) {
+  const message = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage
+  if (err.code === 'ECONNRESET' || err.code === 'HPE_CLOSED_CONNECTION' || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  // What cannot be read came behind a whole request still being answered (pipelined after it): that
+  // answer goes first, then this one. Answered at once, the 400 took that answer's place (the
+  // client read it as its call's answer, cut short) while its call went on to the provider.
+  if (message && message.req?.complete && !message.writableFinished) {
+    message.once('finish', () => {
+      if (socket.writable) answerClientError(err, socket)
+    })
+    return
+  }
+  if (message?.headersSent) {
     socket.destroy()
     return
   }
