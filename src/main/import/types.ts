@@ -16,6 +16,13 @@ export interface LoggedCall {
    * found by either key, the call is stored once, under both.
    */
   alias?: string
+  /**
+   * Keys the call may already be stored under, looked up in turn before `key` (found by one, the
+   * call is that ledger call, and nothing is stored under `key`): a Codex fork's copy of a call
+   * its parent logged (the parent's key), or a call an earlier build keyed otherwise. With
+   * `session`, only a ledger call of that session, or at this call's own time, is it.
+   */
+  storedAs?: StoredAs[]
   ts: number
   /**
    * When the log last wrote of this call, for a call logged over several lines as its answer
@@ -52,6 +59,11 @@ export interface LoggedCall {
    * the same counts is another call).
    */
   matchByIdOnly?: boolean
+}
+
+export interface StoredAs {
+  key: string
+  session?: string
 }
 
 /** What one log file held: its calls, and the lines that could not be read (malformed or truncated). */

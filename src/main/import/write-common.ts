@@ -5,7 +5,7 @@ import { reportedUsd } from '../metering/usage'
 import type { SqlStore } from '../storage/sql'
 import { completeImported, type Grown, type Superseded } from './grown'
 import type { StoreStats, WriteOptions } from './importer'
-import type { LoggedCall } from './types'
+import type { LoggedCall, StoredAs } from './types'
 
 /*
  * What the two ledgers' import writers share (./write-sqlite.ts, ./write-postgres.ts): how a
@@ -74,6 +74,15 @@ export function rekeyer(db: Database.Database): (s: readonly Superseded[]) => vo
   return db.transaction((list: readonly Superseded[]) => {
     for (const { id, twin } of list) move.run(twin, id)
   })
+}
+
+/**
+ * Whether the ledger call a LoggedCall.storedAs key names is this logged call: any, unless the key
+ * names a session, then one of that session or stamped at this call's own time (an earlier build
+ * recorded it under another session: a Codex fork's own calls before they took the fork's).
+ */
+export function storedAsMatch(row: { session: string; ts: number } | undefined, s: StoredAs, c: LoggedCall): boolean {
+  return !!row && (s.session === undefined || row.session === s.session || Number(row.ts) === c.ts)
 }
 
 export function toRecord(c: LoggedCall, opts: WriteOptions): CallRecord {

@@ -9,7 +9,7 @@ import type { SqlStore } from '../storage/sql'
 import type { Grown } from './grown'
 import type { StoreStats, WriteOptions } from './importer'
 import type { LoggedCall } from './types'
-import { MATCH_BEFORE_MS, complete, rekeyer, toRecord, twinQuery } from './write-common'
+import { MATCH_BEFORE_MS, complete, rekeyer, storedAsMatch, toRecord, twinQuery } from './write-common'
 
 /**
  * The key an imported call is stored under in PostgreSQL, derived from its import key alone:
@@ -43,6 +43,16 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
   const keep = (c: LoggedCall, id: number) => {
     addKey.run(c.key, id)
     if (c.alias) addKey.run(c.alias, id)
+  }
+  /** The ledger call one of the call's LoggedCall.storedAs keys names, if one is this call (a key at 0 names none). */
+  const storedAs = async (c: LoggedCall): Promise<number | undefined> => {
+    for (const s of c.storedAs ?? []) {
+      const id = keyCall.get(s.key) as number | undefined
+      if (!id) continue
+      const row = await store.get<{ session: string; ts: number }>('SELECT session, ts FROM calls WHERE id = @id', { id })
+      if (storedAsMatch(row, s, c)) return id
+    }
+    return undefined
   }
   const rekey = rekeyer(db)
   const local = {
@@ -143,6 +153,11 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
       for (const c of calls) {
         if (inBatch.has(c.key) || (c.alias && inBatch.has(c.alias))) {
           stats.duplicates++
+          continue
+        }
+        const copy = await storedAs(c)
+        if (copy !== undefined) {
+          grown.push({ id: copy, call: c })
           continue
         }
         const known = (keyCall.get(c.key) ?? (c.alias ? keyCall.get(c.alias) : undefined)) as number | undefined

@@ -9,7 +9,7 @@ import { isBatchAnswer } from '../batch/twins'
 import type { Grown } from './grown'
 import type { StoreStats, WriteOptions } from './importer'
 import type { LoggedCall } from './types'
-import { MATCH_BEFORE_MS, complete, rekeyer, toRecord, twinQuery } from './write-common'
+import { MATCH_BEFORE_MS, complete, rekeyer, storedAsMatch, toRecord, twinQuery } from './write-common'
 
 /**
  * SQLite: the ledger is this machine's file. A logged call's proxied twin is looked for there,
@@ -23,6 +23,15 @@ export function sqliteWriter(db: Database.Database) {
   const keep = (c: LoggedCall, id: number) => {
     addKey.run(c.key, id)
     if (c.alias) addKey.run(c.alias, id)
+  }
+  const rowOf = db.prepare('SELECT session, ts FROM calls WHERE id = ?')
+  /** The ledger call one of the call's LoggedCall.storedAs keys names, if one is this call. */
+  const storedAs = (c: LoggedCall): number | undefined => {
+    for (const s of c.storedAs ?? []) {
+      const id = keyCall.get(s.key) as number | undefined
+      if (id !== undefined && storedAsMatch(rowOf.get(id) as { session: string; ts: number } | undefined, s, c)) return id
+    }
+    return undefined
   }
   const byResponseId = db
     // Never a call a team member's Burnrate sent (origin_id set): made on that member's machine, not logged on this one.
@@ -55,6 +64,11 @@ export function sqliteWriter(db: Database.Database) {
     const rows: CallRecord[] = []
     const pruned = prunedBefore(db)
     for (const c of calls) {
+      const copy = storedAs(c)
+      if (copy !== undefined) {
+        grown.push({ id: copy, call: c })
+        continue
+      }
       const known = (keyCall.get(c.key) ?? (c.alias ? keyCall.get(c.alias) : undefined)) as number | undefined
       if (known !== undefined) {
         // Its usage may have grown since (completeImported below): else nothing to do.

@@ -94,6 +94,9 @@ class CodexLog {
   private thread = ''
   private session = ''
   private metaSeen = false
+  /** The file's own thread (its first session_meta's), and the threads whose session_meta it copies, nearest first (the root last). */
+  private own = ''
+  private readonly ancestors: string[] = []
   /** A fork's copy of its parent's session_meta: its session, and when the copy was written. */
   private copied: { session: string; at: number } | null = null
   private project = ''
@@ -116,10 +119,12 @@ class CodexLog {
       // as its own rollout keys them; the session stays the file's own, its first line's.
       this.thread = str(p.id) || this.thread
       if (!this.metaSeen) {
+        this.own = this.thread
         this.session = str(p.session_id) || str(p.id)
         this.project = str(p.cwd) || this.project
       } else {
         this.copied = { session: str(p.session_id) || str(p.id), at: timeOf(line.timestamp) }
+        if (str(p.id)) this.ancestors.push(str(p.id))
       }
       this.metaSeen = true
       this.model = str(p.model) || this.model
@@ -148,8 +153,9 @@ class CodexLog {
       }
       this.lastTotal = totalTokens
       this.n++
+      const n = totalTokens >= 0 ? totalTokens : `n${this.n}`
       this.calls.push({
-        key: `codex:${this.thread || this.fileId}:${totalTokens >= 0 ? totalTokens : `n${this.n}`}`,
+        ...this.keysOf(n, ts),
         ts,
         ...this.provider,
         model: str(p.info.model) || this.model,
@@ -163,13 +169,37 @@ class CodexLog {
   }
 
   /**
+   * A call's keys, by its running total `n` (a thread's own: each starts at 0, and a fork's goes
+   * on from its copy of its parent's). A fork's own call is its thread's, as a thread never forked
+   * is: the parent may go on past the fork to the same total, another call. A copy is the call the
+   * thread that logged it keyed: the nearest copied thread's own call first (a fork of a fork
+   * copies its parent's own calls after the root's), then the root's, the key of the copies
+   * (copies of copies). An earlier build keyed a fork's own calls as the root's (the last
+   * session_meta read): found so, in the fork's session or at the call's time, it is stored already.
+   */
+  private keysOf(n: number | string, ts: number): Pick<LoggedCall, 'key' | 'storedAs'> {
+    const root = this.thread || this.fileId
+    if (!this.copied || !this.own || this.own === root) return { key: `codex:${root}:${n}` }
+    if (this.isCopy(ts)) {
+      const nearer = this.ancestors.slice(0, -1).filter((a) => a !== root)
+      return { key: `codex:${root}:${n}`, ...(nearer.length ? { storedAs: nearer.map((a) => ({ key: `codex:${a}:${n}` })) } : {}) }
+    }
+    return { key: `codex:${this.own}:${n}`, storedAs: [{ key: `codex:${root}:${n}`, session: this.session }] }
+  }
+
+  /** Whether a token count logged at `ts` is one of the copies a fork writes with its copy of its parent's session_meta (below). */
+  private isCopy(ts: number): boolean {
+    const c = this.copied
+    return !!c && ts - c.at <= COPY_WRITTEN_MS
+  }
+
+  /**
    * The session of a token count logged at `ts`: the parent's for one of the copies a fork writes
    * with its copy of the parent's session_meta (Codex stamps each line as it writes it: the copy is
    * written at once, before any answer of the fork's own), else the file's own.
    */
   private sessionAt(ts: number): string {
-    const c = this.copied
-    return c && c.session && ts - c.at <= COPY_WRITTEN_MS ? c.session : this.session
+    return this.copied?.session && this.isCopy(ts) ? this.copied.session : this.session
   }
 
   parsed(skipped: number): Parsed {
