@@ -14,7 +14,9 @@ import { recorded } from '../providers/ledger'
  * anthropicContentGenerator passes the key as the Anthropic SDK's `authToken`). Replayed with the
  * headers it really sends (captures/qwen-code-anthropic.json): the call is recorded under that
  * key (its SHA-256 and hint) as an API-billed call of qwen-code, the header goes upstream as it
- * came, and a budget rule on the key refuses it (as the 403 Qwen Code stops on).
+ * came to a base URL that is not Anthropic's own API (for that one, see
+ * qwen-anthropic-key-upstream.test.ts), and a budget rule on the key refuses it (as the 403 Qwen
+ * Code stops on).
  */
 const DIR = join(dirname(fileURLToPath(import.meta.url)), 'captures')
 const capture = JSON.parse(readFileSync(join(DIR, 'qwen-code-anthropic.json'), 'utf8'))

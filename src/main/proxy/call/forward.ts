@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from '
 import type { Dispatcher } from 'undici'
 import { sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
+import { anthropicKeyToApiKey } from '../anthropic-key-header'
 import { type ClientHeaders, parseRawHeaders, responseHeaders, upstreamRequestHeaders } from '../headers'
 import { upstreamPath } from '../routes'
 import { type Deadline, deadlines } from './deadlines'
@@ -46,6 +47,7 @@ export function forwardHttp(
   const res = s.res
   const upstream = s.route.upstream
   const headers = upstreamRequestHeaders(req.headers, upstream.host)
+  anthropicKeyToApiKey(upstream, headers)
   // The client has had its 100 Continue from Burnrate (Node's server sends it), and its body is
   // read whole or coming: nothing to wait for upstream (undici refuses the header).
   delete headers.expect
