@@ -147,11 +147,13 @@ export function spanAttributes(call: CallRecord): Attributes {
     [BURNRATE.estimated]: call.estimated,
     [BURNRATE.billing]: billingLabel(call.billing),
   }
-  if (call.status < 400) a[GEN_AI.responseModel] = call.model
+  // The response model on success only (README): a 200 whose stream ended in an error (Anthropic's
+  // mid-stream overloaded_error) is a failed call, its span's status ERROR.
+  const err = errorType(call)
+  if (!err) a[GEN_AI.responseModel] = call.model
   if (call.session) a[GEN_AI.conversation] = call.session
   if (call.agent) a[GEN_AI.agent] = call.agent
   if (call.tenant) a[BURNRATE.tenant] = call.tenant
-  const err = errorType(call)
   if (err) a[ERROR_TYPE] = err
   return a
 }
