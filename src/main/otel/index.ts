@@ -26,7 +26,8 @@ export const otel: Feature = async (ctx) => {
     traces: o.traces,
     metrics: o.metrics,
     version: ctx.version,
-    // A proxy that never answers CONNECT: the tunnel is closed with the export it was for.
+    // The metrics' own: an export given up closes its connection (a proxy that never answers
+    // CONNECT: the tunnel is closed with the export it was for).
     agent: ctx.egress.nodeAgent(o.endpoint, o.timeout_ms),
     // The spans' own (of the same kind): an export given up closes its connection, not a metric export's.
     spanAgent: ctx.egress.nodeAgent(o.endpoint, o.timeout_ms),

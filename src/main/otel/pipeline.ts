@@ -23,7 +23,7 @@ export interface OtelOptions {
   traces: boolean
   metrics: boolean
   version: string
-  /** The node:http agent to reach the collector with (behind a proxy: http/egress.ts); null: the exporters' own. */
+  /** The metrics' node:http agent (behind a proxy: http/egress.ts; its connections are closed with an export given up); null: a plain keep-alive one. */
   agent?: Promise<Agent> | null
   /** The spans' own agent of the same kind (its connections are closed with an export given up); null: a plain keep-alive one. */
   spanAgent?: Promise<Agent> | null
@@ -87,6 +87,10 @@ export class OtelPipeline {
   private readonly tracerProvider: TracerProvider | null = null
   private readonly traceExporter: SpanExporter | null = null
   private readonly spanAgent: Promise<Agent> | null = null
+  /** The metrics' agent, once made: an export given up closes its connections (countedMetricExporter). */
+  private metricAgent: Agent | null = null
+  /** The metric export under way: given up when its time is out, or when the next one comes first. */
+  private metricExport: { giveUp(why?: string): void } | null = null
   private readonly meterProvider: MeterProvider | null = null
   private readonly instruments: {
     tokens: Histogram
@@ -131,8 +135,7 @@ export class OtelPipeline {
     // attributes, and two Burnrates sending to one collector (a team's instances on one PostgreSQL,
     // every developer's own) made the same streams, their cumulative sums alternating in them.
     const resource = resourceFromAttributes({ 'service.name': 'burnrate', 'service.version': opts.version, 'service.instance.id': randomUUID() })
-    const agent = opts.agent
-    const common = { headers: opts.headers, timeoutMillis: opts.timeoutMs, ...(agent ? { httpAgentOptions: () => agent } : {}) }
+    const common = { headers: opts.headers, timeoutMillis: opts.timeoutMs }
     if (opts.traces) {
       // An agent of the spans' own: the guard of an export (exportSpans) closes its connections.
       const spanAgent = opts.spanAgent ?? directAgent(opts.endpoint)
@@ -143,14 +146,24 @@ export class OtelPipeline {
     if (opts.metrics) {
       // Cumulative unless OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE asks for delta (a backend
       // such as Dynatrace takes nothing else); then a failed export's interval is lost (README).
-      const exporter = this.countedMetricExporter(new OTLPMetricExporter({ ...common, url: signal('/v1/metrics') }))
+      // An agent of the metrics' own: an export given up (countedMetricExporter) closes its connections.
+      const metricAgent = opts.agent ?? directAgent(opts.endpoint)
+      metricAgent.then(
+        (a) => (this.metricAgent = a),
+        () => {},
+      )
+      const exportTimeoutMs = Math.min(opts.timeoutMs, opts.intervalMs)
+      const inner = new OTLPMetricExporter({ ...common, httpAgentOptions: () => metricAgent, url: signal('/v1/metrics') })
+      // The longest an export may take (behind a proxy, opening the tunnel too): the reader stops
+      // waiting sooner, at the interval, but an export that ends within this is still delivered.
+      const exporter = this.countedMetricExporter(inner, opts.timeoutMs * (opts.agent ? 2 : 1))
       this.meterProvider = new MeterProvider({
         resource,
         readers: [
           new PeriodicExportingMetricReader({
             exporter,
             exportIntervalMillis: opts.intervalMs,
-            exportTimeoutMillis: Math.min(opts.timeoutMs, opts.intervalMs),
+            exportTimeoutMillis: exportTimeoutMs,
             // The SDK's default, 2,000 attribute sets an instrument, is below what Burnrate's own
             // bounds allow (models x agents x tenants): past it each new set's cost would lose its
             // model, agent and tenant to one `otel.metric.overflow` point.
@@ -334,17 +347,47 @@ export class OtelPipeline {
     }
   }
 
-  private countedMetricExporter(inner: OTLPMetricExporter): PushMetricExporter {
+  /**
+   * The metric exporter, its exports counted in the health status. The SDK's periodic reader stops
+   * waiting for an export after its timeout but does not stop the export, and the exporter's own
+   * timeout is a limit on silence: a collector (or a proxy in front of it) that answers a byte at a
+   * time held each export's connection open while the next interval's went beside it, one more
+   * connection every interval, without end. So an export still going after `limitMs`, or when the
+   * next one comes, is given up here: failed, and its connection closed.
+   */
+  private countedMetricExporter(inner: OTLPMetricExporter, limitMs: number): PushMetricExporter {
     return {
       export: (metrics, done) => {
-        inner.export(metrics, (r) => {
+        // The one before, if still going: its connection is the only one the agent holds.
+        this.metricExport?.giveUp('the next export was due')
+        let over = false
+        const finish = (r: { code: number; error?: Error }): void => {
+          if (over) return
+          over = true
+          clearTimeout(guard)
+          if (this.metricExport === current) this.metricExport = null
           if (r.code === 0) this.status.metric_exports++
           else {
             this.status.failed_metric_exports++
             this.status.last_error = `metric export to ${this.status.endpoint} failed: ${describe(r.error)}`
           }
           done(r)
-        })
+        }
+        const current = {
+          giveUp: (why = `no answer within ${limitMs} ms`): void => {
+            if (over) return
+            finish({ code: 1, error: new Error(why) })
+            this.metricAgent?.destroy()
+          },
+        }
+        this.metricExport = current
+        const guard = setTimeout(() => current.giveUp(), limitMs)
+        guard.unref()
+        try {
+          inner.export(metrics, finish)
+        } catch (err) {
+          finish({ code: 1, error: err as Error })
+        }
       },
       forceFlush: () => inner.forceFlush(),
       shutdown: () => inner.shutdown(),
