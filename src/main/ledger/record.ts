@@ -76,6 +76,13 @@ export interface CallRecord {
    * its hint), for the metrics' `burnrate_refusals_total{rule}`; absent when no rule refused it.
    */
   refused_rule?: string
+  /**
+   * Never a column: the HTTP status the client was answered with, when it is not the recorded
+   * `status` (a budget or loop refusal sent to opencode, Qwen Code or Cline as the 403 they stop
+   * on, recorded as the 429 it is): `burnrate_calls_total{status}` and a span's
+   * `http.response.status_code` are the status the client got.
+   */
+  client_status?: number
 }
 
 export type CallSource = 'proxy' | 'import'

@@ -275,7 +275,8 @@ export class CallMetrics {
     const model = this.model.value(c.model)
     const agent = this.agent.value(c.agent)
     const streamed = c.streamed ? 'true' : 'false'
-    const status = String(c.status)
+    // The status the client got (README): a refusal sent as a 403 is recorded as its 429.
+    const status = String(c.client_status ?? c.status)
     let key = `${c.provider}\n${model}\n${agent}\n${status}\n${streamed}`
     let s = this.series.get(key)
     if (!s) {

@@ -140,7 +140,8 @@ export function spanAttributes(call: CallRecord): Attributes {
     [GEN_AI.cacheCreation]: call.cache_write_tokens,
     [GEN_AI.reasoning]: call.reasoning_tokens,
     [GEN_AI.cost]: call.cost_usd,
-    [HTTP_STATUS]: call.status,
+    // The status the client got (README): a refusal sent as a 403 is recorded as its 429.
+    [HTTP_STATUS]: call.client_status ?? call.status,
     [BURNRATE.provider]: call.provider,
     [BURNRATE.endpoint]: call.endpoint,
     [BURNRATE.priced]: call.priced,

@@ -41,13 +41,16 @@ function answer(life: CallLifecycle, s: HttpCall, admission: Admission): boolean
   const body = r.body ?? errorBody('budget_exceeded', r.reason)
   const oc = s.ctx.client === 'opencode' ? opencodeRefusal(r.status, body, r.headers ?? {}) : undefined
   const text = oc ? JSON.stringify(oc.body) : refusalText(r, s.ctx.client)
-  res.writeHead(oc?.status ?? forbiddenStatus(s.ctx.client ?? '', r.status, body, r.headers ?? {}), {
+  const sent = oc?.status ?? forbiddenStatus(s.ctx.client ?? '', r.status, body, r.headers ?? {})
+  res.writeHead(sent, {
     ...r.headers,
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),
   })
   res.end(text)
   s.status = r.status
+  // Recorded as the refusal it is; the metrics and the span show the status the client got.
+  if (sent !== r.status) s.clientStatus = sent
   s.error = r.reason
   s.refusedRule = r.rule
   s.admission = { settle: admission.settle }

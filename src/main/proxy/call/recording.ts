@@ -220,6 +220,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         if (s.ctx.rateAnnounced) markAnnounced(call, s.ctx.admission)
         if (bodyOnly) call.prompt_of_body = true
         if (s.refusedRule) call.refused_rule = s.refusedRule
+        if (s.clientStatus !== undefined && s.clientStatus !== s.status) call.client_status = s.clientStatus
         opts.ledger.record(call)
       }
     } catch {

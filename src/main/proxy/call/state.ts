@@ -28,6 +28,8 @@ export interface CallState {
   error: string | null
   /** The budget rule that refused it (`Refusal.rule`): the metrics' `rule` label. */
   refusedRule?: string
+  /** The status the client was answered with, where it is not `status` (`CallRecord.client_status`). */
+  clientStatus?: number
   responseStarted: boolean
   streamed: boolean
   meter?: Meter
