@@ -14,6 +14,7 @@ import { describeCall } from './call/context'
 import { type NetworkOptions, proxyRule, trustedCAs } from '../http/network'
 import { createUpstreamDispatchers } from './call/dispatchers'
 import { forwardHttp, type HeadersObserver } from './call/forward'
+import { LeftAnswers } from './call/left-answers'
 import { createCallLifecycle } from './call/lifecycle'
 import type { RecorderOptions } from './call/recording'
 import { audioUpload } from './call/audio-usage'
@@ -69,6 +70,12 @@ export interface ProxyHandler {
   drain(timeoutMs: number): Promise<boolean>
   /** Closes the upstream connections (at shutdown, after draining). */
   close(): Promise<void>
+  /**
+   * Ends the calls whose non-streamed answers are still read for their bill after their client
+   * left (call/forward.ts), recorded 499 with what came: a stop past its grace ends them as it
+   * cuts the client connections.
+   */
+  stopLeftAnswers(): void
 }
 
 /** The answer of a call turned away before it was under way. */
@@ -79,6 +86,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const memory = new BodyMemory(opts.maxBufferedBytes ?? 5 * DEFAULT_MAX_REQUEST)
   const life = createCallLifecycle({ ...opts, warn: opts.log ? (m) => opts.log!.warn(m) : undefined })
   const dispatchers = createUpstreamDispatchers({ ...opts.timeouts, ...opts.network })
+  const left = new LeftAnswers()
   const warn = opts.log ? onceAMinute(opts.log) : undefined
   // WebSocket upstreams trust the same CAs and go through the same proxy as HTTP calls.
   const network = opts.network ?? {}
@@ -227,7 +235,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   }
 
   function forward(s: HttpCall, req: IncomingMessage, body: Buffer | RequestStream | null, upstream: Route['upstream']): void {
-    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, opts.observeHeaders, freshFor(upstream))
+    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, opts.observeHeaders, freshFor(upstream), left)
   }
 
   return {
@@ -241,6 +249,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       return life.active
     },
     drain: (timeoutMs) => life.drain(timeoutMs),
+    stopLeftAnswers: () => left.stopAll(),
   }
 }
 

@@ -359,6 +359,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       // The calls under way are cut, as a stop past its grace cuts them, and so recorded (the
       // upstream has billed what it sent) before the queue is kept: an exit loses them otherwise.
       for (const s of connections.all()) cutAtStop(s)
+      proxy.stopLeftAnswers()
       if (!(await proxy.drain(1_000))) {
         settleEstimates()
         await proxy.drain(1_000)
@@ -381,6 +382,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         await proxy.drain(graceMs)
         // Whatever is still streaming is cut; those calls are recorded as cut by the stop (503 burnrate_stopped).
         for (const s of connections.all()) cutAtStop(s)
+        // ...and so are the answers read on for their bill after their client left (recorded 499 with what came).
+        proxy.stopLeftAnswers()
         if (!(await proxy.drain(2_000))) {
           // Estimates still being counted are taken from their length rather than lost.
           settleEstimates()

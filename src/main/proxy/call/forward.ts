@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import { performance } from 'node:perf_hooks'
 import type { Dispatcher } from 'undici'
 import { sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
@@ -9,6 +10,7 @@ import { type Deadline, deadlines } from './deadlines'
 import { classifyUpstreamError, cutConnection, failHttp } from './failure'
 import { STATUS_STOPPED, STOPPED_REASON, cutByStop } from './stop-cut'
 import { HeldAnswer, clientBase } from './relink'
+import type { LeftAnswer, LeftAnswers } from './left-answers'
 import type { RequestStream } from './request-stream'
 import { startHttpResponse } from './response'
 import type { CallState, HttpCall } from './state'
@@ -43,6 +45,8 @@ export function forwardHttp(
   observe?: HeadersObserver,
   /** A new connection, for sending the call again when its kept-alive one turned out closed. */
   fresh?: () => Dispatcher,
+  /** Where an answer read on after its client left is kept while it is (./left-answers.ts): a stop ends them. */
+  left?: LeftAnswers,
 ): void {
   const res = s.res
   const upstream = s.route.upstream
@@ -57,7 +61,7 @@ export function forwardHttp(
   // An answer to rewrite (./relink.ts) is asked for uncompressed: it is small, and read whole.
   const relink = s.ctx.shape.relink && upstream.provider.relink ? upstream.provider.relink.bind(upstream.provider) : null
   if (relink) headers['accept-encoding'] = 'identity'
-  const f = new Forwarding(s, req, body, headers, dispatcher, t, finish, warn, observe, fresh, relink)
+  const f = new Forwarding(s, req, body, headers, dispatcher, t, finish, warn, observe, fresh, relink, left)
   // Timed from when the request has gone whole: a body streamed upstream may take minutes to send,
   // so while it goes the upstream is timed only when it stops taking it (as a client that stops
   // sending is not timed, as one whose body is read whole is not).
@@ -74,7 +78,7 @@ export function forwardHttp(
  * One call's exchange with the upstream: undici's dispatch handler (its methods on the class, so a
  * call makes one object for them, not one closure each), and what the exchange has come to.
  */
-class Forwarding implements Dispatcher.DispatchHandler {
+class Forwarding implements Dispatcher.DispatchHandler, LeftAnswer {
   firstByte: Deadline | null = null
   /** Forwards the answer's body chunks once its headers are sent on. */
   private forward: ((chunk: Buffer) => boolean) | null = null
@@ -86,9 +90,11 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private answered = false
   /** The answer's status and headers came (an informational one's not counted). */
   private headersCame = false
+  /** Lets undici read on when the answer was held back for the client's full socket. */
+  private resume: (() => void) | null = null
 
   constructor(
-    private readonly s: HttpCall,
+    readonly s: HttpCall,
     private readonly req: IncomingMessage,
     private readonly body: Buffer | RequestStream | null,
     private readonly headers: OutgoingHttpHeaders,
@@ -99,6 +105,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     private readonly observe: HeadersObserver | undefined,
     private readonly fresh: (() => Dispatcher) | undefined,
     private readonly relink: ((body: string, base: string) => string | null) | null,
+    private readonly left: LeftAnswers | undefined,
   ) {}
 
   send(via: Dispatcher): void {
@@ -164,9 +171,56 @@ class Forwarding implements Dispatcher.DispatchHandler {
       // The client went away first: stop the upstream call and record what was metered.
       s.status = STATUS_CLIENT_CLOSED
       s.error = 'client_aborted'
+      if (this.readOnForBill()) return
     }
     this.finish(s)
     s.abort?.()
+  }
+
+  /**
+   * A non-streamed answer its client left after it began: the provider generated it whole, and
+   * billed it, before its first byte, and its usage comes at its end. It is read on (not sent
+   * anywhere), bounded by upstream.idle_timeout_ms of silence and by a stop, and the call is
+   * recorded 499 at the answer's own usage when it ends, or at what came if it is cut. A stream
+   * is stopped instead: its provider stops generating, and billing, when it is.
+   */
+  private readOnForBill(): boolean {
+    const s = this.s
+    if (!s.responseStarted || s.streamed || s.ctx.shape.stream || !s.json || s.upstreamStatus < 200 || s.upstreamStatus >= 300) return false
+    s.clientLeftFirst = true
+    this.forward = (chunk) => this.meterOnly(chunk)
+    this.left?.add(this)
+    // Held back for the client's full socket, which will not drain now.
+    this.resume?.()
+    return true
+  }
+
+  /** A chunk of an answer read on after its client left: metered, after what is still pending. */
+  private meterOnly(chunk: Buffer): boolean {
+    const s = this.s
+    s.lastData = performance.now()
+    s.drainTap?.()
+    s.tap?.write(chunk)
+    return true
+  }
+
+  /** Ends an answer read on after its client left, recorded 499 with what came of it. */
+  private endReadOn(): void {
+    this.left?.delete(this)
+    this.finish(this.s)
+  }
+
+  /** Burnrate is stopping: an answer read on after its client left is not waited for. */
+  stop(): void {
+    this.endReadOn()
+    this.s.abort?.()
+  }
+
+  /** Nothing came for upstream.idle_timeout_ms: the call fails (504), or, read on after its client left, ends as the 499 it is. */
+  stalled(detail: string): void {
+    if (this.s.clientLeftFirst) this.endReadOn()
+    else failHttp(this.s, 'timeout', detail, this.finish)
+    this.s.abort?.()
   }
 
   onConnect(abort: (err?: Error) => void): void {
@@ -188,8 +242,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
     }
     const h = responseHeaders(raw)
     const t = this.t
+    this.resume = resume
     if (!this.relink || status >= 400 || h.upstream['content-encoding']) {
-      this.forward = respond(s, status, h, resume, t, this.finish)
+      this.forward = respond(this, status, h, resume, t)
     } else {
       // Held until it ends (bounded by the idle timeout), then sent rewritten, with its new length.
       this.held = new HeldAnswer()
@@ -205,7 +260,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
         // must not be repeated; the batch would be created, and billed, twice. A GET is repeated
         // harmlessly, so it is left to the SDK.
         if (broken && !IDEMPOTENT.has(this.req.method ?? '')) h.client.set('x-should-retry', 'false')
-        const send = respond(s, status, h, resume, t, this.finish)
+        const send = respond(this, status, h, resume, t)
         this.forward = send
         for (const p of parts) send(p)
       }
@@ -243,6 +298,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
   onComplete(trailers: string[] | null): void {
     const s = this.s
     if (s.done) return
+    if (s.clientLeftFirst) return this.endReadOn()
     for (const x of s.timers) deadlines.cancel(x)
     const held = this.held
     if (held && this.relink) {
@@ -274,6 +330,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
   onError(err: Error): void {
     const s = this.s
     if (s.done) return
+    // Cut while read on after its client left: the 499 it is, with what came.
+    if (s.clientLeftFirst) return this.endReadOn()
     this.sendHeld()
     if (!this.retried && !this.answered && !s.responseStarted && IDEMPOTENT.has(this.req.method ?? '') && closedWhileIdle(err) && (this.body === null || Buffer.isBuffer(this.body))) {
       // A kept-alive connection the upstream had already closed (nginx, uvicorn and load
@@ -303,17 +361,13 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
 /** Sends the answer's status and headers on and returns what forwards its body (./response.ts); an idle upstream fails the call. */
 function respond(
-  s: HttpCall,
+  f: Forwarding,
   status: number,
   h: { upstream: IncomingHttpHeaders; client: ClientHeaders },
   resume: () => void,
   t: ForwardTimeouts,
-  finish: (s: HttpCall) => void,
 ): (chunk: Buffer) => boolean {
-  return startHttpResponse(s, status, h.upstream, h.client, resume, t.idle_timeout_ms, (detail) => {
-    failHttp(s, 'timeout', detail, finish)
-    s.abort?.()
-  })
+  return startHttpResponse(f.s, status, h.upstream, h.client, resume, t.idle_timeout_ms, (detail) => f.stalled(detail))
 }
 
 function observeLater(observe: HeadersObserver, s: CallState, status: number, headers: IncomingHttpHeaders): void {

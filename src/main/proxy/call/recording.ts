@@ -93,7 +93,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
       if (r) {
         // The upstream delivered its terminal event before the connection closed (Codex hangs up as
         // soon as it has `response.completed`): the call completed, whatever cut the stream after.
-        if (r.complete && s.upstreamStatus > 0 && s.status !== s.upstreamStatus) {
+        // Not an answer read on for its bill after its client left: the client never had it.
+        if (r.complete && s.upstreamStatus > 0 && s.status !== s.upstreamStatus && !s.clientLeftFirst) {
           s.status = s.upstreamStatus
           s.error = null
         }

@@ -107,7 +107,8 @@ export function startHttpResponse(
       s.timers.push(deadlines.add(idleMs - quiet, check))
       return
     }
-    if (waitingOnClient) {
+    // (A client that left is waited on no more: an answer read on for its bill is the upstream's to send: ./forward.ts.)
+    if (waitingOnClient && !res.destroyed) {
       s.timers.push(deadlines.add(idleMs, check))
       return
     }

@@ -31,6 +31,11 @@ export interface CallState {
   /** The status the client was answered with, where it is not `status` (`CallRecord.client_status`). */
   clientStatus?: number
   responseStarted: boolean
+  /**
+   * Its client left before the answer's end reached it, which was read on for its bill
+   * (./forward.ts): recorded 499 however whole the answer then came.
+   */
+  clientLeftFirst: boolean
   streamed: boolean
   meter?: Meter
   tap?: BodyTap
@@ -76,6 +81,7 @@ function callState<R extends ServerResponse | undefined>(route: Route, ctx: Call
     upstreamStatus: 0,
     error: null as string | null,
     responseStarted: false,
+    clientLeftFirst: false,
     streamed: false,
     meter: undefined as Meter | undefined,
     tap: undefined as BodyTap | undefined,
