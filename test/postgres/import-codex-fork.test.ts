@@ -73,3 +73,22 @@ it("PostgreSQL: a Codex fork's own call an earlier build keyed as its parent's i
   expect(await calls()).toEqual([[PARENT, 8810], [PARENT, 9650], [FORK, 10490], [FORK, 11050]])
   expect(await requests()).toBe(4)
 })
+
+it("PostgreSQL: a second instance (its own local file) does not store again a Codex fork's own call an earlier build stored under its parent's key", async () => {
+  const { dir, db, opts, calls, requests, store } = await setUp('burnrate-pg-codex-fork-old-key-other-')
+  expect(await importLogs(db, opts)).toMatchObject({ imported: 3 })
+  // As an earlier build stored it: the fork's own call under the root thread's call key (and kept its key so in its own file).
+  expect(await store.run('UPDATE calls SET call_key = @old WHERE call_key = @now', { old: importCallKey(`codex:${PARENT}:29855`), now: importCallKey(`codex:${FORK}:29855`) })).toBe(1)
+  db.prepare('UPDATE import_keys SET key = ? WHERE key = ?').run(`codex:${PARENT}:29855`, `codex:${FORK}:29855`)
+  // Another instance on the same database reads the same logs (a `burnrate import` beside the server, its own local file).
+  const other = openDatabase(join(dir, 'other.db'))
+  h.onTeardown(() => other.close())
+  expect(await importLogs(other, opts)).toMatchObject({ imported: 0 })
+  expect(await calls()).toEqual([[PARENT, 8810], [PARENT, 9650], [FORK, 10490]])
+  expect(await requests()).toBe(3)
+  // Its key names that call, so the fork growing is one call more, once.
+  appendFileSync(join(dir, DAY, FORK_FILE), tokenCount('2026-11-02T10:04:00.000Z', [40000, 27000, 1200], [11050, 8824, 295]))
+  expect(await importLogs(other, opts)).toMatchObject({ imported: 1 })
+  expect(await importLogs(db, opts)).toMatchObject({ imported: 0 })
+  expect(await requests()).toBe(4)
+})

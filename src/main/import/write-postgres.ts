@@ -44,13 +44,35 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
     addKey.run(c.key, id)
     if (c.alias) addKey.run(c.alias, id)
   }
-  /** The ledger call one of the call's LoggedCall.storedAs keys names, if one is this call (a key at 0 names none). */
-  const storedAs = async (c: LoggedCall): Promise<number | undefined> => {
+  type Stored = { id: number; session: string; ts: number }
+  /**
+   * The calls stored in PostgreSQL under the call keys of these logged calls' LoggedCall.storedAs
+   * keys this file has not kept (another instance stored them, or this file lost its keys), by
+   * call key: one query per file, and none for calls without them (all but a Codex fork's).
+   */
+  const byStoredAsKeys = async (calls: readonly LoggedCall[]): Promise<Map<string, Stored>> => {
+    const keys = calls.flatMap((c) => (c.storedAs ?? []).filter((s) => !keyCall.get(s.key)).map((s) => importCallKey(s.key)))
+    if (keys.length === 0) return new Map()
+    const rows = await store.all<Stored & { call_key: string }>('SELECT call_key, id, session, ts FROM calls WHERE call_key = ANY(@keys::text[])', {
+      keys: [...new Set(keys)],
+    })
+    return new Map(rows.map((r) => [r.call_key, { id: Number(r.id), session: r.session, ts: r.ts }]))
+  }
+  /**
+   * The ledger call one of the call's LoggedCall.storedAs keys names, if one is this call: by this
+   * file's key (a key at 0 names none), else by its call key (`others`, byStoredAsKeys).
+   */
+  const storedAs = async (c: LoggedCall, others: Map<string, Stored>): Promise<number | undefined> => {
     for (const s of c.storedAs ?? []) {
       const id = keyCall.get(s.key) as number | undefined
-      if (!id) continue
-      const row = await store.get<{ session: string; ts: number }>('SELECT session, ts FROM calls WHERE id = @id', { id })
-      if (storedAsMatch(row, s, c)) return id
+      if (id) {
+        const row = await store.get<{ session: string; ts: number }>('SELECT session, ts FROM calls WHERE id = @id', { id })
+        if (storedAsMatch(row, s, c)) return id
+        continue
+      }
+      // Not kept here: stored by another instance, or before this file's keys were lost (kept under its call key in PostgreSQL).
+      const row = others.get(importCallKey(s.key))
+      if (row && storedAsMatch(row, s, c)) return row.id
     }
     return undefined
   }
@@ -148,6 +170,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
       /** Known by a key an older Burnrate kept at 0: the call is looked for by its call key. */
       const lost: LoggedCall[] = []
       const byResponse = await byResponseIds(calls.filter((c) => !hasKey.get(c.key)))
+      const others = await byStoredAsKeys(calls)
       // As on SQLite: what retention pruned cannot be matched any more (its rollups still count it).
       const pruned = (await store.get<{ t: number }>('SELECT pruned_before AS t FROM retention_state WHERE id = 1'))?.t ?? 0
       for (const c of calls) {
@@ -155,7 +178,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
           stats.duplicates++
           continue
         }
-        const copy = await storedAs(c)
+        const copy = await storedAs(c, others)
         if (copy !== undefined) {
           grown.push({ id: copy, call: c })
           continue
