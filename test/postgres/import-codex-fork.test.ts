@@ -92,3 +92,17 @@ it("PostgreSQL: a second instance (its own local file) does not store again a Co
   expect(await importLogs(db, opts)).toMatchObject({ imported: 0 })
   expect(await requests()).toBe(4)
 })
+
+it("PostgreSQL: a Codex fork's own call an earlier build matched to its proxied call (claimed under its parent's key) is still that call for a second instance", async () => {
+  const { dir, db, opts, calls, requests, store } = await setUp('burnrate-pg-codex-fork-old-claim-')
+  expect(await importLogs(db, opts)).toMatchObject({ imported: 3 })
+  // As an earlier build left it: the fork's own call went through the proxy (the fork's session, stamped as it was sent),
+  // and the import matched it, claiming it under the root thread's key.
+  const proxied = (await store.get<{ id: number }>("UPDATE calls SET source = 'proxy', call_key = NULL, ts = ts - 2000 WHERE session = @fork RETURNING id", { fork: FORK }))!
+  await store.run('INSERT INTO import_claims (call_id, key) VALUES (@id, @key)', { id: proxied.id, key: importCallKey(`codex:${PARENT}:29855`) })
+  const other = openDatabase(join(dir, 'other.db'))
+  h.onTeardown(() => other.close())
+  expect(await importLogs(other, opts)).toMatchObject({ imported: 0, matched: 1 })
+  expect(await calls()).toEqual([[PARENT, 8810], [PARENT, 9650], [FORK, 10490]])
+  expect(await requests()).toBe(3)
+})

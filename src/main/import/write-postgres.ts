@@ -129,12 +129,14 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
   }
   /**
    * Whether the ledger call `id` is this logged call's twin to take: claimed by it now, or before
-   * (by either of its keys: the same log read by another instance, or before this file kept its
+   * (by either of its keys, or one it was stored under before, LoggedCall.storedAs: the same log read by another instance, or before this file kept its
    * key). Claimed by another logged call, it is that one's: a proxied call is one call, and
    * another machine's call with the same counts is money of its own.
    */
-  const claim = async (id: number, c: LoggedCall): Promise<boolean> => {
+  const claim = async (id: number, c: LoggedCall, row?: { session: string; ts: number }): Promise<boolean> => {
     const mine = [importCallKey(c.key), c.alias ? importCallKey(c.alias) : '']
+    // A key it may be stored under (LoggedCall.storedAs: a Codex fork's own call an earlier build claimed under its root's key), when the call is it.
+    const was = (c.storedAs ?? []).filter((s) => s.session === undefined || storedAsMatch(row, s, c)).map((s) => importCallKey(s.key))
     const won = await store.get(
       'INSERT INTO import_claims (call_id, key, alias) VALUES (@id, @key, @alias) ON CONFLICT (call_id) DO NOTHING RETURNING call_id',
       { id, key: mine[0], alias: mine[1] },
@@ -142,15 +144,15 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
     if (won) return true
     // Read in a statement of its own: a claim committed while the insert waited for it is seen.
     const by = await store.get<{ key: string; alias: string }>('SELECT key, alias FROM import_claims WHERE call_id = @id', { id })
-    return !!by && [by.key, by.alias].some((k) => k !== '' && mine.includes(k))
+    return !!by && [by.key, by.alias].some((k) => k !== '' && (mine.includes(k) || was.includes(k)))
   }
   const twinOf = async (c: LoggedCall, byResponse: Map<string, number>): Promise<number | undefined> => {
     const same = c.response_id ? byResponse.get(c.response_id) : undefined
     // The same answer's id: its twin whoever claimed it (claimed too, so no log is matched to it by its counts).
     if (same !== undefined) await claim(same, c)
     if (same !== undefined || c.matchByIdOnly) return same
-    const near = await store.all<{ id: number }>(
-      `SELECT id FROM calls
+    const near = await store.all<{ id: number; session: string; ts: number }>(
+      `SELECT id, session, ts FROM calls
         WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND origin_id IS NULL AND provider IN (@provider, @alias, @alias2, @alias3) AND status < 400
           AND input_tokens = @input AND output_tokens = @output
           AND (@rid = '' OR response_id IS NULL OR response_id = '' OR response_id = @rid)
@@ -158,7 +160,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
       twinQuery(c),
     )
     // Not matched on this machine (before claims were shared, or by a key since superseded), and not another's.
-    for (const r of near) if (!claimed.get(r.id) && (await claim(r.id, c))) return r.id
+    for (const r of near) if (!claimed.get(r.id) && (await claim(r.id, c, r))) return r.id
     return undefined
   }
   return {
