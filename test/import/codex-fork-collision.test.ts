@@ -107,3 +107,28 @@ for (const parentWentOn of [false, true]) {
     })
   })
 }
+
+it("a sub-agent forked with its parent's history (its parent's session) keeps its own call at the parent's later running total", async () => {
+  await withLogs(async (dir, db) => {
+    const SUB = '019a4bc0-1c2d-7e3f-8a4b-5c6d7e8f9a02'
+    // spawn_agent with the parent's history: the sub-agent's thread, the parent's session_id, then a copy of the parent's items.
+    const copied = readFileSync(join(dir, DAY, PARENT_FILE), 'utf8').trim().split('\n').map((l) => ({ ...JSON.parse(l), timestamp: '2026-11-02T10:30:00.010Z' }))
+    const meta = { ...copied[0], timestamp: '2026-11-02T10:30:00.000Z' }
+    meta.payload = { ...meta.payload, id: SUB, session_id: PARENT, parent_thread_id: PARENT }
+    writeFileSync(
+      join(dir, DAY, `rollout-2026-11-02T10-30-00-${SUB}.jsonl`),
+      jsonl([meta, ...copied, tokenCount('2026-11-02T10:31:00.000Z', [30000, 20000, 700], [11540, 11000, 110])]),
+    )
+    // The parent goes on to the same running total (30700) with a call of its own.
+    appendFileSync(join(dir, DAY, PARENT_FILE), jsonl([tokenCount('2026-11-02T10:35:00.000Z', [30000, 20000, 700], [11000, 9000, 300])]))
+    expect(await read(dir, db)).toMatchObject({ imported: 5 })
+    expect(db.prepare('SELECT session, input_tokens, output_tokens FROM calls ORDER BY ts').all()).toEqual([
+      { session: PARENT, input_tokens: 8810, output_tokens: 402 },
+      { session: PARENT, input_tokens: 9650, output_tokens: 188 },
+      { session: FORK, input_tokens: 10490, output_tokens: 315 },
+      { session: PARENT, input_tokens: 11540, output_tokens: 110 },
+      { session: PARENT, input_tokens: 11000, output_tokens: 300 },
+    ])
+    expect(await read(dir, db)).toMatchObject({ imported: 0, unchanged: 3 })
+  })
+})

@@ -76,13 +76,27 @@ export function rekeyer(db: Database.Database): (s: readonly Superseded[]) => vo
   })
 }
 
+/** What storedAsMatch reads of the ledger call a LoggedCall.storedAs key names. */
+export interface StoredRow {
+  session: string
+  ts: number
+  input_tokens: number
+  output_tokens: number
+}
+export const STORED_ROW_COLUMNS = 'session, ts, input_tokens, output_tokens'
+
 /**
  * Whether the ledger call a LoggedCall.storedAs key names is this logged call: any, unless the key
- * names a session, then one of that session or stamped at this call's own time (an earlier build
- * recorded it under another session: a Codex fork's own calls before they took the fork's).
+ * names a session. Then it is the call an earlier build stored from this log line (stamped at its
+ * time, whatever session it was given: a Codex fork's own calls before they took the fork's), or
+ * the proxy's record of it that build matched (that session, the call's counts). The session alone
+ * does not tell: a Codex sub-agent forked with its parent's history is of its parent's session,
+ * whose own call at the same running total is another call.
  */
-export function storedAsMatch(row: { session: string; ts: number } | undefined, s: StoredAs, c: LoggedCall): boolean {
-  return !!row && (s.session === undefined || row.session === s.session || Number(row.ts) === c.ts)
+export function storedAsMatch(row: StoredRow | undefined, s: StoredAs, c: LoggedCall): boolean {
+  if (!row) return false
+  if (s.session === undefined || Number(row.ts) === c.ts) return true
+  return row.session === s.session && Number(row.input_tokens) === c.usage.input_tokens && Number(row.output_tokens) === c.usage.output_tokens
 }
 
 export function toRecord(c: LoggedCall, opts: WriteOptions): CallRecord {

@@ -9,7 +9,7 @@ import type { SqlStore } from '../storage/sql'
 import type { Grown } from './grown'
 import type { StoreStats, WriteOptions } from './importer'
 import type { LoggedCall } from './types'
-import { MATCH_BEFORE_MS, complete, rekeyer, storedAsMatch, toRecord, twinQuery } from './write-common'
+import { MATCH_BEFORE_MS, STORED_ROW_COLUMNS, type StoredRow, complete, rekeyer, storedAsMatch, toRecord, twinQuery } from './write-common'
 
 /**
  * The key an imported call is stored under in PostgreSQL, derived from its import key alone:
@@ -44,7 +44,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
     addKey.run(c.key, id)
     if (c.alias) addKey.run(c.alias, id)
   }
-  type Stored = { id: number; session: string; ts: number }
+  type Stored = StoredRow & { id: number }
   /**
    * The calls stored in PostgreSQL under the call keys of these logged calls' LoggedCall.storedAs
    * keys this file has not kept (another instance stored them, or this file lost its keys), by
@@ -53,10 +53,10 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
   const byStoredAsKeys = async (calls: readonly LoggedCall[]): Promise<Map<string, Stored>> => {
     const keys = calls.flatMap((c) => (c.storedAs ?? []).filter((s) => !keyCall.get(s.key)).map((s) => importCallKey(s.key)))
     if (keys.length === 0) return new Map()
-    const rows = await store.all<Stored & { call_key: string }>('SELECT call_key, id, session, ts FROM calls WHERE call_key = ANY(@keys::text[])', {
+    const rows = await store.all<Stored & { call_key: string }>(`SELECT call_key, id, ${STORED_ROW_COLUMNS} FROM calls WHERE call_key = ANY(@keys::text[])`, {
       keys: [...new Set(keys)],
     })
-    return new Map(rows.map((r) => [r.call_key, { id: Number(r.id), session: r.session, ts: r.ts }]))
+    return new Map(rows.map((r) => [r.call_key, { ...r, id: Number(r.id) }]))
   }
   /**
    * The ledger call one of the call's LoggedCall.storedAs keys names, if one is this call: by this
@@ -66,7 +66,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
     for (const s of c.storedAs ?? []) {
       const id = keyCall.get(s.key) as number | undefined
       if (id) {
-        const row = await store.get<{ session: string; ts: number }>('SELECT session, ts FROM calls WHERE id = @id', { id })
+        const row = await store.get<StoredRow>(`SELECT ${STORED_ROW_COLUMNS} FROM calls WHERE id = @id`, { id })
         if (storedAsMatch(row, s, c)) return id
         continue
       }
@@ -133,7 +133,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
    * key). Claimed by another logged call, it is that one's: a proxied call is one call, and
    * another machine's call with the same counts is money of its own.
    */
-  const claim = async (id: number, c: LoggedCall, row?: { session: string; ts: number }): Promise<boolean> => {
+  const claim = async (id: number, c: LoggedCall, row?: StoredRow): Promise<boolean> => {
     const mine = [importCallKey(c.key), c.alias ? importCallKey(c.alias) : '']
     // A key it may be stored under (LoggedCall.storedAs: a Codex fork's own call an earlier build claimed under its root's key), when the call is it.
     const was = (c.storedAs ?? []).filter((s) => s.session === undefined || storedAsMatch(row, s, c)).map((s) => importCallKey(s.key))
@@ -151,8 +151,8 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
     // The same answer's id: its twin whoever claimed it (claimed too, so no log is matched to it by its counts).
     if (same !== undefined) await claim(same, c)
     if (same !== undefined || c.matchByIdOnly) return same
-    const near = await store.all<{ id: number; session: string; ts: number }>(
-      `SELECT id, session, ts FROM calls
+    const near = await store.all<StoredRow & { id: number }>(
+      `SELECT id, ${STORED_ROW_COLUMNS} FROM calls
         WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND origin_id IS NULL AND provider IN (@provider, @alias, @alias2, @alias3) AND status < 400
           AND input_tokens = @input AND output_tokens = @output
           AND (@rid = '' OR response_id IS NULL OR response_id = '' OR response_id = @rid)

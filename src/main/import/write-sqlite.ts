@@ -9,7 +9,7 @@ import { isBatchAnswer } from '../batch/twins'
 import type { Grown } from './grown'
 import type { StoreStats, WriteOptions } from './importer'
 import type { LoggedCall } from './types'
-import { MATCH_BEFORE_MS, complete, rekeyer, storedAsMatch, toRecord, twinQuery } from './write-common'
+import { MATCH_BEFORE_MS, STORED_ROW_COLUMNS, type StoredRow, complete, rekeyer, storedAsMatch, toRecord, twinQuery } from './write-common'
 
 /**
  * SQLite: the ledger is this machine's file. A logged call's proxied twin is looked for there,
@@ -24,12 +24,12 @@ export function sqliteWriter(db: Database.Database) {
     addKey.run(c.key, id)
     if (c.alias) addKey.run(c.alias, id)
   }
-  const rowOf = db.prepare('SELECT session, ts FROM calls WHERE id = ?')
+  const rowOf = db.prepare(`SELECT ${STORED_ROW_COLUMNS} FROM calls WHERE id = ?`)
   /** The ledger call one of the call's LoggedCall.storedAs keys names, if one is this call. */
   const storedAs = (c: LoggedCall): number | undefined => {
     for (const s of c.storedAs ?? []) {
       const id = keyCall.get(s.key) as number | undefined
-      if (id !== undefined && storedAsMatch(rowOf.get(id) as { session: string; ts: number } | undefined, s, c)) return id
+      if (id !== undefined && storedAsMatch(rowOf.get(id) as StoredRow | undefined, s, c)) return id
     }
     return undefined
   }
