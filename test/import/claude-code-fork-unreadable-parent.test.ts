@@ -1,9 +1,9 @@
-import { spawnSync } from 'node:child_process'
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import BetterSqlite from 'better-sqlite3'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { cannotDropRead, unprivilegedCli } from './unprivileged-cli'
 
 /**
  * A forked Claude Code subagent's transcript logs no request of its own: its calls take the login
@@ -14,11 +14,6 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
  * with its session's login. The built CLI runs as a user who cannot read it (as root: through
  * setpriv without the capabilities that let root read what it may not).
  */
-const CLI = resolve(__dirname, '../../out/main/cli.js')
-const root = process.getuid?.() === 0
-const runner = root ? '/usr/bin/setpriv' : process.execPath
-const NO_READ_ALL = '-dac_override,-dac_read_search'
-const prefix = root ? [`--inh-caps=${NO_READ_ALL}`, `--bounding-set=${NO_READ_ALL}`, process.execPath] : []
 let dir: string
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'burnrate-claude-fork-unreadable-'))
@@ -27,8 +22,7 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 function cli(...args: string[]) {
-  const r = spawnSync(runner, [...prefix, CLI, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: join(dir, 'home'), NO_COLOR: '1' }, timeout: 60_000 })
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+  return unprivilegedCli(join(dir, 'home'), args)
 }
 
 /** Every folder and file below `p` readable by all. */
@@ -37,7 +31,7 @@ function openAll(p: string): void {
   if (statSync(p).isDirectory()) for (const n of readdirSync(p)) openAll(join(p, n))
 }
 
-it.skipIf(root && !existsSync('/usr/bin/setpriv'))("a fork's calls wait for its session's transcript to be readable, never recorded as money on a guess", () => {
+it.skipIf(cannotDropRead)("a fork's calls wait for its session's transcript to be readable, never recorded as money on a guess", () => {
   const projects = join(dir, 'projects')
   cpSync(resolve(__dirname, '../fixtures/claude-code-fork/projects'), projects, { recursive: true })
   openAll(projects)

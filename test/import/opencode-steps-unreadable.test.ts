@@ -1,9 +1,9 @@
-import { spawnSync } from 'node:child_process'
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import BetterSqlite from 'better-sqlite3'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { cannotDropRead, unprivilegedCli } from './unprivileged-cli'
 
 /**
  * An older opencode's message of several steps (test/fixtures/opencode-steps: msg_90f0e27d…, three
@@ -13,11 +13,6 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
  * read, every step, at the next import. The built CLI runs as a user who cannot read it (as root:
  * through setpriv without the capabilities that let root read what it may not).
  */
-const CLI = resolve(__dirname, '../../out/main/cli.js')
-const root = process.getuid?.() === 0
-const runner = root ? '/usr/bin/setpriv' : process.execPath
-const NO_READ_ALL = '-dac_override,-dac_read_search'
-const prefix = root ? [`--inh-caps=${NO_READ_ALL}`, `--bounding-set=${NO_READ_ALL}`, process.execPath] : []
 let dir: string
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'burnrate-opencode-steps-unreadable-'))
@@ -26,8 +21,7 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 function cli(...args: string[]) {
-  const r = spawnSync(runner, [...prefix, CLI, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: join(dir, 'home'), NO_COLOR: '1' }, timeout: 60_000 })
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+  return unprivilegedCli(join(dir, 'home'), args)
 }
 
 /** Every folder and file below `p` readable by all. */
@@ -36,7 +30,7 @@ function openAll(p: string): void {
   if (statSync(p).isDirectory()) for (const n of readdirSync(p)) openAll(join(p, n))
 }
 
-it.skipIf(root && !existsSync('/usr/bin/setpriv'))("a several-step message whose part folder cannot be read is named, and each of its steps imported once it can be", () => {
+it.skipIf(cannotDropRead)("a several-step message whose part folder cannot be read is named, and each of its steps imported once it can be", () => {
   const oc = join(dir, 'opencode')
   cpSync(resolve(__dirname, '../fixtures/opencode-steps'), oc, { recursive: true })
   openAll(oc)

@@ -1,9 +1,9 @@
-import { spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import BetterSqlite from 'better-sqlite3'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { cannotDropRead, unprivilegedCli } from './unprivileged-cli'
 
 /**
  * A log read whole rather than a line at a time (an opencode message file, its opencode.db, a Gemini
@@ -14,11 +14,6 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
  * it can be read. The built CLI runs as a user who cannot read it (as root: through setpriv
  * without the capabilities that let root read what it may not, as test/import/unreadable.test.ts).
  */
-const CLI = resolve(__dirname, '../../out/main/cli.js')
-const root = process.getuid?.() === 0
-const runner = root ? '/usr/bin/setpriv' : process.execPath
-const NO_READ_ALL = '-dac_override,-dac_read_search'
-const prefix = root ? [`--inh-caps=${NO_READ_ALL}`, `--bounding-set=${NO_READ_ALL}`, process.execPath] : []
 let dir: string
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'burnrate-unreadable-json-'))
@@ -27,8 +22,7 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 function cli(...args: string[]) {
-  const r = spawnSync(runner, [...prefix, CLI, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: join(dir, 'home'), NO_COLOR: '1' }, timeout: 60_000 })
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+  return unprivilegedCli(join(dir, 'home'), args)
 }
 
 const T = Date.parse('2026-11-20T10:00:00.000Z')
@@ -42,7 +36,7 @@ function open(...paths: string[]): void {
   for (const p of paths) chmodSync(p, 0o755)
 }
 
-it.skipIf(root && !existsSync('/usr/bin/setpriv'))('an unreadable opencode message, opencode.db or Gemini CLI .json chat is named, and imported once it can be read', () => {
+it.skipIf(cannotDropRead)('an unreadable opencode message, opencode.db or Gemini CLI .json chat is named, and imported once it can be read', () => {
   // opencode's message files, and its database, each in a folder of its own.
   const files = join(dir, 'oc-files')
   mkdirSync(join(files, 'storage/message/ses_1'), { recursive: true })

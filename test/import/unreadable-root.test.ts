@@ -1,8 +1,8 @@
-import { spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { cannotDropRead, unprivilegedCli } from './unprivileged-cli'
 
 /**
  * A log folder itself that the user cannot read (`sudo claude` once made ~/.claude owned by root,
@@ -13,11 +13,6 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
  * as a user who cannot read it (as root: through setpriv without the capabilities that let root
  * read what it may not, as test/import/unreadable.test.ts).
  */
-const CLI = resolve(__dirname, '../../out/main/cli.js')
-const root = process.getuid?.() === 0
-const runner = root ? '/usr/bin/setpriv' : process.execPath
-const NO_READ_ALL = '-dac_override,-dac_read_search'
-const prefix = root ? [`--inh-caps=${NO_READ_ALL}`, `--bounding-set=${NO_READ_ALL}`, process.execPath] : []
 let dir: string
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'burnrate-unreadable-root-'))
@@ -29,8 +24,7 @@ afterAll(() => {
 })
 
 function cli(...args: string[]) {
-  const r = spawnSync(runner, [...prefix, CLI, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: join(dir, 'home'), NO_COLOR: '1' }, timeout: 60_000 })
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+  return unprivilegedCli(join(dir, 'home'), args)
 }
 
 const line = JSON.stringify({
@@ -38,7 +32,7 @@ const line = JSON.stringify({
   message: { id: 'msg_root_1', model: 'claude-sonnet-4-5-20250929', usage: { input_tokens: 1000, output_tokens: 100 } },
 }) + '\n'
 
-it.skipIf(root && !existsSync('/usr/bin/setpriv'))('a log folder that cannot be read is named as unreadable, not as missing', () => {
+it.skipIf(cannotDropRead)('a log folder that cannot be read is named as unreadable, not as missing', () => {
   const logs = join(dir, 'logs')
   mkdirSync(join(logs, 'p'), { recursive: true })
   writeFileSync(join(logs, 'p/s.jsonl'), line)

@@ -1,10 +1,10 @@
-import { spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import BetterSqlite from 'better-sqlite3'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { startLedger } from '../support/cli'
+import { cannotDropRead, unprivilegedCli } from './unprivileged-cli'
 
 /**
  * A log the user cannot read (a file or folder `sudo claude` left owned by root in
@@ -16,11 +16,6 @@ import { startLedger } from '../support/cli'
  * capabilities that let root read what it may not (still root: a clone in a folder only root
  * may enter, as CI's temporary folders are, stays reachable; as `nobody` it was not).
  */
-const CLI = resolve(__dirname, '../../out/main/cli.js')
-const root = process.getuid?.() === 0
-const runner = root ? '/usr/bin/setpriv' : process.execPath
-const NO_READ_ALL = '-dac_override,-dac_read_search'
-const prefix = root ? [`--inh-caps=${NO_READ_ALL}`, `--bounding-set=${NO_READ_ALL}`, process.execPath] : []
 let dir: string
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'burnrate-unreadable-'))
@@ -32,9 +27,8 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-function cli(env: NodeJS.ProcessEnv, ...args: string[]) {
-  const r = spawnSync(runner, [...prefix, CLI, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: join(dir, 'home'), NO_COLOR: '1', ...env }, timeout: 60_000 })
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+function cli(env: Record<string, string>, ...args: string[]) {
+  return unprivilegedCli(join(dir, 'home'), args, env)
 }
 
 const line = (id: string) =>
@@ -43,7 +37,7 @@ const line = (id: string) =>
     message: { id, model: 'claude-sonnet-4-5-20250929', usage: { input_tokens: 1000, output_tokens: 100 } },
   }) + '\n'
 
-it.skipIf(root && !existsSync('/usr/bin/setpriv'))('an unreadable log file or folder is skipped and named; every readable log is imported, by import and by report', async () => {
+it.skipIf(cannotDropRead)('an unreadable log file or folder is skipped and named; every readable log is imported, by import and by report', async () => {
   const projects = join(dir, 'claude/projects')
   for (const p of ['a-sudo', 'b-mine', 'c-sudo-folder/sub']) mkdirSync(join(projects, p), { recursive: true })
   writeFileSync(join(projects, 'a-sudo/s1.jsonl'), line('msg_hidden_file'))
