@@ -5,7 +5,7 @@ import type { CallState } from '../call/state'
 import type { Admission } from '../gate'
 import type { CallSettings } from './call-settings'
 import { duplicatedKey, duplicatedKeyMessage } from './duplicate-keys'
-import { errorFrame, steerFailedFrame } from './frames'
+import { errorFrame, refusalFrame, steerFailedFrame } from './frames'
 import type { OpenCalls } from './open-calls'
 import type { PlanHeaders } from './plan-headers'
 import { type SocketEnd, abandoned } from './socket-end'
@@ -90,13 +90,17 @@ export class ClientFrames {
     s.status = refusal.status
     s.error = refusal.reason
     s.refusedRule = refusal.rule
+    // A steer's refusal carries the status it was refused with; opencode's `error` frame may not.
+    const sent = this.steers.is(s) ? undefined : refusalFrame(refusal.status, refusal.body, refusal.headers ?? {}, this.open.lane(s), s.ctx.client)
+    // Recorded as the refusal it is; the metrics and the span show the status the client got.
+    if (sent && sent.status !== refusal.status) s.clientStatus = sent.status
     this.life.finish(s)
     const steer = this.steers.unmark(s)
     if (steer) {
       // Not an `error` in the lane of the response it steers: that response goes on.
       return steerFailedFrame(refusal.status, refusal.body, refusal.headers ?? {}, steer, this.open.lane(s), s.ctx.client)
     }
-    return errorFrame(refusal.status, refusal.body, refusal.headers ?? {}, this.open.lane(s), s.ctx.client)
+    return sent?.frame ?? errorFrame(refusal.status, refusal.body, refusal.headers ?? {}, this.open.lane(s), s.ctx.client)
   }
 
   private admitted(s: CallState, a: Admission): string | null | false {

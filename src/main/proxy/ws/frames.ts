@@ -62,9 +62,14 @@ export function errorStatus(text: string): number {
  * (../opencode-refusal.ts). Any other client gets the contract's error.
  */
 export function errorFrame(status: number, body: unknown, headers: Record<string, string>, lane = '', client = ''): string {
+  return refusalFrame(status, body, headers, lane, client).frame
+}
+
+/** errorFrame's frame and the `status` it carries: the status the client got (opencode's 403 for a lasting refusal). */
+export function refusalFrame(status: number, body: unknown, headers: Record<string, string>, lane = '', client = ''): { frame: string; status: number } {
   const oc = client === 'opencode' ? opencodeRefusal(status, body, headers) : undefined
-  if (oc) return inLane({ type: 'error', status: oc.status, error: oc.body.error, headers: opencodeFrameHeaders(headers) }, lane)
-  return inLane({ type: 'error', status, error: refusalError(status, body, headers, client), headers }, lane)
+  if (oc) return { frame: inLane({ type: 'error', status: oc.status, error: oc.body.error, headers: opencodeFrameHeaders(headers) }, lane), status: oc.status }
+  return { frame: inLane({ type: 'error', status, error: refusalError(status, body, headers, client), headers }, lane), status }
 }
 
 /** The `error` of a refusal frame: Codex's form for Codex, else the contract's body's `error`. */
