@@ -228,6 +228,12 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
   if (record.cache_read_tokens + record.cache_write_tokens > record.input_tokens) {
     throw new Bad('cache_read_tokens', 'cache_read_tokens and cache_write_tokens are parts of input_tokens (every prompt token, cached ones included); their sum cannot exceed it.')
   }
+  // Superseded: the proxied call it names is the answer's record, so it counts nothing (README:
+  // Team). A member sends it at $0 and 0 tokens; what a hand-made sender put there is not kept.
+  if (supersededBy !== null) {
+    record.cost_usd = 0
+    record.input_tokens = record.output_tokens = record.cache_read_tokens = record.cache_write_tokens = record.reasoning_tokens = 0
+  }
   return { index, origin_id: id, revision: revision as number, record, superseded_by: supersededBy as number | null }
 }
 
