@@ -73,6 +73,25 @@ describe('a rule change while calls are in flight', () => {
     expect({ inFlight: meter.inFlight, reservedUsd: meter.reservedUsd }).toEqual({ inFlight: 0, reservedUsd: 0 })
   })
 
+  it("keeps them when the rule's scope changes under the same pattern: the edited rule still counts the calls it admitted", async () => {
+    const key = 'sk-scoped-cccccccc-0003'
+    const put = (body: Record<string, unknown>) => admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-scoped-*', daily_limit_usd: WORST * 1.5, action: 'block', reserve: 'max_tokens', ...body } })
+    expect((await put({ model_pattern: 'gpt-5-nano*' })).status).toBeLessThan(300)
+    replayJson(upstream, NANO_FIXTURE, { headerDelayMs: 2000 })
+    const sent = upstream.requests.length
+    const first = chat(t, key, { max_completion_tokens: MAX_TOKENS })
+    await eventually(() => upstream.requests.length === sent + 1)
+    // The same rule widened to every model: the call in flight is still one of its calls.
+    expect((await put({ model_pattern: 'gpt-5*' })).status).toBeLessThan(300)
+    const second = await chat(t, key, { max_completion_tokens: MAX_TOKENS })
+    expect(second.status).toBe(429)
+    expect(second.json().error).toMatchObject({ type: 'budget_exceeded', period: 'daily' })
+    expect(upstream.requests.length).toBe(sent + 1)
+    expect((await first).status).toBe(200)
+    const meter = budgetsOf(t.server.context).engine.status().flatMap((r) => r.keys).find((k) => k.key.hash === hashKey(key))!.meter
+    expect({ inFlight: meter.inFlight, reservedUsd: meter.reservedUsd }).toEqual({ inFlight: 0, reservedUsd: 0 })
+  })
+
   it("keeps the last minute's requests: a per-minute limit still counts them", async () => {
     const key = 'sk-rpm-bbbbbbbb-0002'
     replayJson(upstream, NANO_FIXTURE)

@@ -93,19 +93,50 @@ export class MeterBook {
     }
     // What the recorded calls cannot give: calls in flight (their reservations), and the last
     // minute's requests and tokens as counted (those of calls not stored yet among them), kept by
-    // the same rule (its pattern and scope) across the change.
-    const same = new Map(active.map((r) => [ruleIdentity(r), r]))
-    for (const [rule, byKey] of before) {
-      const next = same.get(ruleIdentity(rule))
-      if (!next) continue
-      for (const [hash, m] of byKey) if (m.busy(now)) this.meter(next, hash).carryOver(m)
-    }
+    // the same rule across the change: the one of the same pattern and scope, else the rule
+    // of the same pattern with another scope (the rule edited, or a runtime rule replacing or
+    // giving back a config rule).
+    this.carryOver(before, active, now)
     // Thresholds the recorded spend already crossed were announced when it crossed them, before
     // this restart or rule change: they are not announced again.
     for (const [, byKey] of this.meters) {
       for (const [hash, m] of byKey) {
         const s = this.keys.get(hash)
         if (s) this.announcer.thresholds(s, m, now, true)
+      }
+    }
+  }
+
+  /**
+   * Moves the calls in flight and the last minute's counts of the meters `before` a reload onto
+   * the rules now in force: a rule of the same pattern and scope, else the rule of the same pattern
+   * with another scope (the rule edited, or a runtime rule in a config rule's place). That rule
+   * then counts all the calls in flight until they settle, those its new scope no longer matches
+   * among them: for their few seconds it may refuse early, but never lets a key past its limits by
+   * what it had in flight (README, Budgets).
+   */
+  private carryOver(before: Map<Rule, Map<string, Meter>>, active: readonly Rule[], now: number): void {
+    const same = new Map(active.map((r) => [ruleIdentity(r), r]))
+    // A pattern names one rule in force (a runtime rule replaces the config rule of its pattern).
+    const byPattern = new Map<string, Rule | null>()
+    for (const r of active) byPattern.set(r.api_key_pattern, byPattern.has(r.api_key_pattern) ? null : r)
+    const moves: [Rule, Map<string, Meter>][] = []
+    const edited: [Rule, Map<string, Meter>][] = []
+    for (const [rule, byKey] of before) {
+      const next = same.get(ruleIdentity(rule))
+      if (next) moves.push([next, byKey])
+      else {
+        const n = byPattern.get(rule.api_key_pattern)
+        if (n) edited.push([n, byKey])
+      }
+    }
+    const taken = new Set<string>()
+    for (const [next, byKey] of [...moves, ...edited]) {
+      for (const [hash, m] of byKey) {
+        const k = `${ruleIdentity(next)}\u0000${hash}`
+        if (!m.busy(now) || taken.has(k)) continue
+        taken.add(k)
+        this.meter(next, hash).carryOver(m)
       }
     }
   }
