@@ -224,6 +224,17 @@ function lockCalendar(admits: string): string {
               )`
 }
 
+/**
+ * What the calls in flight reserved on the rule's other window rows of the key: those of another
+ * window length (sql.ts spendStart), i.e. admitted before the rule's `window_hours` was edited.
+ * They count against the window as it is now until they settle, as they do in process (the
+ * meter's calls in flight are carried over: ../../meter-book.ts), so an edit never lets a key
+ * past its limit by what it had in flight (README, Budgets).
+ */
+const OTHER_WINDOWS_RESERVED = `SELECT COALESCE(SUM(o.reserved_usd), 0) FROM budget_spend o
+                   WHERE o.rule_key = @rk AND o.api_key_hash = @key AND o.period = 'window'
+                     AND o.id <> rowlocks.id AND o.reserved_usd > @eps::float8`
+
 /** The same with a rolling window among the periods: its spend is summed from its buckets once its row is locked. */
 function lockWithWindow(admits: string): string {
   return `rowlocks AS (
@@ -234,7 +245,8 @@ function lockWithWindow(admits: string): string {
                  ORDER BY b.id FOR UPDATE OF b
               ),
               figures AS (
-                SELECT id, period, lim, reserved_usd,
+                SELECT id, period, lim,
+                       reserved_usd + CASE WHEN period = 'window' THEN (${OTHER_WINDOWS_RESERVED}) ELSE 0 END AS reserved_usd,
                        CASE WHEN period = 'window' THEN burnrate_window_spent(id, edge) ELSE spent_usd END AS spent_usd
                   FROM rowlocks
               ),
