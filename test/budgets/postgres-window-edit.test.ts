@@ -11,7 +11,8 @@ import { NANO_FIXTURE, chat, pgBudgetServer, replayJson } from './support'
  * a rule whose `window_hours` is edited starts a new row. The calls in flight reserved on the old
  * row still count against the edited rule, as they do in process (README: a rule change never lets
  * a key past its limits by what it had in flight). Before, the new row held none of them, and the
- * edited rule admitted another call past its block limit.
+ * edited rule admitted another call past its block limit. Likewise for a rule whose scope is edited:
+ * its rule key (its spend rows) names the scope.
  */
 
 const MAX_TOKENS = 300
@@ -48,5 +49,28 @@ describe('a window rule edited while a call is in flight (PostgreSQL)', () => {
       const r = await t.store.get<{ n: number }>("SELECT COUNT(*)::int AS n FROM budget_spend WHERE api_key_hash = @k AND period = 'window' AND reserved_usd > 1e-12", { k: hashKey(key) })
       return r?.n === 0
     }, 20_000)
+  }, 60_000)
+})
+
+describe("a rule's scope edited while a call is in flight (PostgreSQL)", () => {
+  it('the edited rule (a new spend row: its key names its scope) still counts the reservation of the call in flight', async () => {
+    const t = await pgBudgetServer(h, h.database(), { ...ADMIN_CONFIG, budgets: { rules: [] } })
+    const key = 'sk-sedit-aaaaaaaa-0002'
+    const put = (model: string) =>
+      admin(t.url, 'POST', '/budgets/rules', {
+        body: { api_key_pattern: 'sk-sedit-*', model_pattern: model, daily_limit_usd: WORST * 1.5, action: 'block', reserve: 'max_tokens' },
+      })
+    expect((await put('gpt-5-nano*')).status).toBeLessThan(300)
+    replayJson(h.upstream, NANO_FIXTURE, { headerDelayMs: 3000 })
+    const sent = h.upstream.requests.length
+    const first = chat(t, key, { max_completion_tokens: MAX_TOKENS })
+    await eventually(() => h.upstream.requests.length === sent + 1)
+    // Widened: the call in flight is still one of the rule's calls.
+    expect((await put('gpt-5*')).status).toBeLessThan(300)
+    const second = await chat(t, key, { max_completion_tokens: MAX_TOKENS })
+    expect(second.status).toBe(429)
+    expect(second.json().error).toMatchObject({ type: 'budget_exceeded', period: 'daily' })
+    expect(h.upstream.requests.length).toBe(sent + 1)
+    expect((await first).status).toBe(200)
   }, 60_000)
 })

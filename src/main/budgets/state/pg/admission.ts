@@ -7,7 +7,7 @@ import type { ReserveOutcome, ReserveRequest } from '../types'
 import type { Limiter } from './limiter'
 import type { Settlements } from './settlements'
 import type { SpendRows } from './spend-rows'
-import { EPS, NOW_MS, bindPeriod, ruleKey, rowKey, windowLength } from './sql'
+import { EPS, NOW_MS, bindPeriod, ruleKey, rowKey, rulePatternPrefix, windowLength } from './sql'
 import { reached as hasReached, reachedAt } from '../../reached'
 
 /** How long a limit the database said is reached refuses without asking it again (re-pricing can lower spend). */
@@ -76,7 +76,7 @@ export class Admission {
     const rid = randomUUID()
     // `held`: this instance's calls of the key in flight that were admitted in process while the
     // database was away, whose reservations it never saw: counted as reserved until they end.
-    const params: SqlParams = { rk, key: req.keyHash, x: req.amount, rid, me: this.instance, lease: this.leaseMs, eps: EPS, h: held }
+    const params: SqlParams = { rk, rkp: rulePatternPrefix(req.rule), key: req.keyHash, x: req.amount, rid, me: this.instance, lease: this.leaseMs, eps: EPS, h: held }
     const hasWindow = periods.some((p) => p.period === 'window')
     const values = periods.map((p, i) => {
       bindPeriod(params, i, p, req.session)
@@ -213,42 +213,51 @@ export class Admission {
   }
 }
 
+/**
+ * What the calls in flight reserved on the key's other rows of the same period under the rule's key
+ * pattern: the rows of the rule before its scope was edited (the rule key names the scope) or, for a
+ * window, its `window_hours` (the row's start is its length: sql.ts spendStart). They count against
+ * the rule as it is now until they settle, as they do in process (the meters' calls in flight are
+ * carried over: ../../meter-book.ts), so an edit never lets a key past its limits by what it had
+ * in flight (README, Budgets). `x` is the locked row (its id, period, start and session).
+ */
+const OTHER_RESERVED = `SELECT COALESCE(SUM(o.reserved_usd), 0) FROM budget_spend o
+                   WHERE o.api_key_hash = @key AND left(o.rule_key, length(@rkp::text)) = @rkp::text
+                     AND o.period = x.period AND o.id <> x.id AND o.reserved_usd > @eps::float8
+                     AND (o.period = 'window' OR (o.period_start = x.start AND o.session = x.session))`
+
 /** The CTE `locked` of the admission statement for calendar periods and sessions: the rows locked, their figures and test. */
 function lockCalendar(admits: string): string {
-  return `locked AS (
-                SELECT b.id, w.period, b.spent_usd, b.reserved_usd, ${admits} AS ok
-                  FROM budget_spend b JOIN want w
-                    ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
-                 WHERE b.rule_key = @rk AND b.api_key_hash = @key
-                 ORDER BY b.id FOR UPDATE OF b
-              )`
-}
-
-/**
- * What the calls in flight reserved on the rule's other window rows of the key: those of another
- * window length (sql.ts spendStart), i.e. admitted before the rule's `window_hours` was edited.
- * They count against the window as it is now until they settle, as they do in process (the
- * meter's calls in flight are carried over: ../../meter-book.ts), so an edit never lets a key
- * past its limit by what it had in flight (README, Budgets).
- */
-const OTHER_WINDOWS_RESERVED = `SELECT COALESCE(SUM(o.reserved_usd), 0) FROM budget_spend o
-                   WHERE o.rule_key = @rk AND o.api_key_hash = @key AND o.period = 'window'
-                     AND o.id <> rowlocks.id AND o.reserved_usd > @eps::float8`
-
-/** The same with a rolling window among the periods: its spend is summed from its buckets once its row is locked. */
-function lockWithWindow(admits: string): string {
   return `rowlocks AS (
-                SELECT b.id, w.period, w.lim, w.edge, b.spent_usd, b.reserved_usd
+                SELECT b.id, w.period, w.lim, b.period_start AS start, b.session, b.spent_usd, b.reserved_usd
                   FROM budget_spend b JOIN want w
                     ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
                  WHERE b.rule_key = @rk AND b.api_key_hash = @key
                  ORDER BY b.id FOR UPDATE OF b
               ),
               figures AS (
-                SELECT id, period, lim,
-                       reserved_usd + CASE WHEN period = 'window' THEN (${OTHER_WINDOWS_RESERVED}) ELSE 0 END AS reserved_usd,
+                SELECT id, period, lim, spent_usd, reserved_usd + (${OTHER_RESERVED}) AS reserved_usd
+                  FROM rowlocks x
+              ),
+              locked AS (
+                SELECT b.id, b.period, b.spent_usd, b.reserved_usd, ${admits} AS ok
+                  FROM figures b, LATERAL (SELECT b.lim, b.period) w
+              )`
+}
+
+/** The same with a rolling window among the periods: its spend is summed from its buckets once its row is locked. */
+function lockWithWindow(admits: string): string {
+  return `rowlocks AS (
+                SELECT b.id, w.period, w.lim, w.edge, b.period_start AS start, b.session, b.spent_usd, b.reserved_usd
+                  FROM budget_spend b JOIN want w
+                    ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
+                 WHERE b.rule_key = @rk AND b.api_key_hash = @key
+                 ORDER BY b.id FOR UPDATE OF b
+              ),
+              figures AS (
+                SELECT id, period, lim, reserved_usd + (${OTHER_RESERVED}) AS reserved_usd,
                        CASE WHEN period = 'window' THEN burnrate_window_spent(id, edge) ELSE spent_usd END AS spent_usd
-                  FROM rowlocks
+                  FROM rowlocks x
               ),
               locked AS (
                 SELECT b.id, b.period, b.spent_usd, b.reserved_usd, ${admits} AS ok

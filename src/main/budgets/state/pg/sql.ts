@@ -27,6 +27,14 @@ export function ruleKey(r: Rule): string {
   return k
 }
 
+/**
+ * The start of the rule key of every rule of `r`'s key pattern (`["<pattern>",`), whatever its
+ * scope: the rows of the rule as it was before an edit of its scope are found by it.
+ */
+export function rulePatternPrefix(r: Rule): string {
+  return `${JSON.stringify([(JSON.parse(ruleKey(r)) as string[])[0]]).slice(0, -1)},`
+}
+
 /** One spend row's identity in this instance's caches: rule, key, period (by its start, a session by its id). */
 export function rowKey(rk: string, hash: string, p: PeriodState, session: string): string {
   return `${rk}\u0000${hash}\u0000${p.period}\u0000${spendStart(p)}\u0000${p.period === 'session' ? session : ''}`
