@@ -422,6 +422,11 @@ export const PG_MIGRATIONS: PgMigration[] = [
     description: 'the calls of a subscription plan by time (SQLite version 32): the dashboard\'s average cost per call is over the others, counted without reading them',
     sql: [PLAN_CALLS_INDEX],
   },
+  {
+    version: 24,
+    description: "a key's spend rows by period and start: an admission counts what calls in flight reserved on the rows of its rule as it was before an edit (its scope or window length), read without the other keys' rows of the day",
+    sql: 'CREATE INDEX IF NOT EXISTS budget_spend_key ON budget_spend (api_key_hash, period, period_start)',
+  },
 ]
 
 /**
