@@ -1,9 +1,9 @@
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import BetterSqlite from 'better-sqlite3'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { cannotDropRead, unprivilegedCli } from './unprivileged-cli'
+import { cannotDropRead, openAll, unprivilegedCli } from './unprivileged-cli'
 
 /**
  * A forked Claude Code subagent's transcript logs no request of its own: its calls take the login
@@ -23,12 +23,6 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 function cli(...args: string[]) {
   return unprivilegedCli(join(dir, 'home'), args)
-}
-
-/** Every folder and file below `p` readable by all. */
-function openAll(p: string): void {
-  chmodSync(p, statSync(p).isDirectory() ? 0o755 : 0o644)
-  if (statSync(p).isDirectory()) for (const n of readdirSync(p)) openAll(join(p, n))
 }
 
 it.skipIf(cannotDropRead)("a fork's calls wait for its session's transcript to be readable, never recorded as money on a guess", () => {

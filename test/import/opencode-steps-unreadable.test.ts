@@ -1,9 +1,9 @@
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import BetterSqlite from 'better-sqlite3'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { cannotDropRead, unprivilegedCli } from './unprivileged-cli'
+import { cannotDropRead, openAll, unprivilegedCli } from './unprivileged-cli'
 
 /**
  * An older opencode's message of several steps (test/fixtures/opencode-steps: msg_90f0e27d…, three
@@ -22,12 +22,6 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 function cli(...args: string[]) {
   return unprivilegedCli(join(dir, 'home'), args)
-}
-
-/** Every folder and file below `p` readable by all. */
-function openAll(p: string): void {
-  chmodSync(p, statSync(p).isDirectory() ? 0o755 : 0o644)
-  if (statSync(p).isDirectory()) for (const n of readdirSync(p)) openAll(join(p, n))
 }
 
 it.skipIf(cannotDropRead)("a several-step message whose part folder cannot be read is named, and each of its steps imported once it can be", () => {

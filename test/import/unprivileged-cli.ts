@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 
 /**
  * The built CLI run as a user who cannot read what a file's mode forbids, for the tests of logs
@@ -22,4 +22,10 @@ export const cannotDropRead = root && !existsSync('/usr/bin/setpriv')
 export function unprivilegedCli(home: string, args: string[], env: Record<string, string> = {}) {
   const r = spawnSync(runner, [...prefix, CLI, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: home, NO_COLOR: '1', ...env }, timeout: 60_000 })
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+}
+
+/** Every folder and file below `p` readable by all (a copied fixture, before one of them is made unreadable). */
+export function openAll(p: string): void {
+  chmodSync(p, statSync(p).isDirectory() ? 0o755 : 0o644)
+  if (statSync(p).isDirectory()) for (const n of readdirSync(p)) openAll(join(p, n))
 }
