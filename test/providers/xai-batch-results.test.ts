@@ -74,8 +74,8 @@ describe("xAI Batch API: each request of a batch's results is a call of its own"
     expect(got.map((c) => ({ provider: c.provider, endpoint: c.endpoint, model: c.model, response_id: c.response_id, input_tokens: c.input_tokens, output_tokens: c.output_tokens, ts: c.ts, priced: c.priced, cost_usd: c.cost_usd }))).toEqual([
       { provider: 'xai', endpoint: 'batch.chat.completions', model: MODEL, response_id: 'c0ffee01-0000-4000-8000-000000000001', input_tokens: 210, output_tokens: 12, ts: RAN * 1000, priced: 1, cost_usd: TICKS / 1e10 },
       { provider: 'xai', endpoint: 'batch.chat.completions', model: MODEL, response_id: 'c0ffee01-0000-4000-8000-000000000002', input_tokens: 1_000, output_tokens: 400, ts: (RAN + 1) * 1000, priced: 1, cost_usd: half },
-      // Its charge is known though its answer names no model.
-      { provider: 'xai', endpoint: 'batch.images', model: '', response_id: '', input_tokens: 0, output_tokens: 0, ts: (RAN + 2) * 1000, priced: 1, cost_usd: 0.01 },
+      // Its charge is known though its answer names no model; naming no id either, it is known by the request's own.
+      { provider: 'xai', endpoint: 'batch.images', model: '', response_id: `xai-batch:${BATCH}:req-4`, input_tokens: 0, output_tokens: 0, ts: (RAN + 2) * 1000, priced: 1, cost_usd: 0.01 },
     ])
     // grok-4-1-fast-non-reasoning at $0.20/M in and $0.50/M out, halved.
     expect(half).toBeCloseTo((1_000 * 0.2e-6 + 400 * 0.5e-6) / 2, 15)

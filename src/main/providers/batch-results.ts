@@ -50,7 +50,12 @@ export abstract class BatchResultsMeter implements Meter {
     if (!got.usage) return
     got.usage.batch = true
     const now = this.now()
-    this.results.push({ key, ts: ts > now ? now : ts, model: got.model || model, endpoint: BATCH_PREFIX + endpoint, usage: got.usage, responseId: got.responseId ?? '' })
+    // An answer that names no id of its own (OpenAI's embeddings and images, a Gemini embedding) is
+    // known by its request's identity, `key`, the same for whoever reads the results: a team server
+    // tells a request another member sent already by its answer id (../batch/twins.ts), and without
+    // one stored and counted it once per member that read the file.
+    const responseId = got.responseId || key
+    this.results.push({ key, ts: ts > now ? now : ts, model: got.model || model, endpoint: BATCH_PREFIX + endpoint, usage: got.usage, responseId })
     // Handed on a set at a time as the lines pass: a file of millions of requests (a Gemini
     // batch's, up to 2 GB) is never held whole.
     if (this.onBatchResults && this.results.length >= RESULTS_PER_SET) {

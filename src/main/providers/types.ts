@@ -120,7 +120,7 @@ export interface BatchResult {
   /** The ledger endpoint, e.g. `batch.chat.completions`. */
   endpoint: string
   usage: Usage
-  /** The provider's id of the answer (`chatcmpl-…`, `resp_…`, `msg_…`), or ''. */
+  /** The provider's id of the answer (`chatcmpl-…`, `resp_…`, `msg_…`); for an answer that names none, the request's `key`. */
   responseId: string
 }
 
