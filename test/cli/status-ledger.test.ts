@@ -13,7 +13,8 @@ import { type TestServer, startTestServer } from '../support/server'
  * said NOT WRITABLE without why (the health's `last_error`: another process holds the file) and one
  * count of dropped calls, though the health tells those past `ledger.max_pending` (`overflowed`,
  * which a bigger bound would have kept) from the others (a row the database refused). And what
- * it asks the server, each once.
+ * it asks the server, each once: its /api/health too, read to find the server and asked again for
+ * the ledger line by builds before this one.
  */
 
 let t: TestServer
@@ -72,6 +73,8 @@ describe('burnrate status: the ledger line', () => {
       expect(asked.filter((p) => p === '/api/dashboard/plans'), asked.join(' ')).toHaveLength(1)
       expect(asked.filter((p) => p === '/api/dashboard/summary')).toHaveLength(1)
       expect(asked.filter((p) => p === '/api/dashboard/budgets')).toHaveLength(1)
+      // The health too: finding the server reads it, and the ledger line is that answer (it was asked again).
+      expect(asked.filter((p) => p === '/api/health'), asked.join(' ')).toHaveLength(1)
 
       // The JSON keeps what it had, the health's reason and split included.
       const j = await runCliCaptured('status', '--json', '--url', frontUrl, '--config', t.configFile, '--data-dir', t.dir)

@@ -29,7 +29,14 @@ export function withTarget(cmd: Command): Command {
 
 /** Where the numbers come from: a running server over HTTP, or the ledger file itself. */
 export type Target =
-  | { kind: 'http'; config: Config; url: string; get: (path: string, opts?: { stream?: boolean }) => Promise<Response> }
+  | {
+      kind: 'http'
+      config: Config
+      url: string
+      get: (path: string, opts?: { stream?: boolean }) => Promise<Response>
+      /** Its /api/health answer, read to find it (`status` shows it: not asked again). */
+      health: { status: string; ledger?: Record<string, unknown> }
+    }
   | { kind: 'local'; config: Config; open: () => Database.Database }
 
 export function configOf(o: TargetOptions): Config {
@@ -108,8 +115,8 @@ async function findTarget(o: TargetOptions, ctx: CliContext): Promise<Target> {
   try {
     const r = await fetch(url + '/api/health', { signal: AbortSignal.timeout(o.url ? 10_000 : 1000) })
     answered = r.status
-    const body = (await r.json()) as { status?: string }
-    if (r.ok && typeof body.status === 'string') return { kind: 'http', config, url, get }
+    const body = (await r.json()) as { status?: string; ledger?: Record<string, unknown> }
+    if (r.ok && typeof body.status === 'string') return { kind: 'http', config, url, get, health: { status: body.status, ledger: body.ledger } }
   } catch {
     if (o.url) throw new CliError(`no Burnrate answers at ${url}`)
     return local

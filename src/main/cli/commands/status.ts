@@ -111,14 +111,15 @@ async function collect(o: any, ctx: Parameters<RegisterCommand>[1]): Promise<Sta
   const tenant = o.tenant ? `?tenant=${encodeURIComponent(o.tenant)}` : ''
   if (t.kind === 'http') {
     // Spend and budgets both of the tenant asked for (plan windows are the provider accounts', not a tenant's).
-    const [summary, health, budgets, plans] = await Promise.all([
+    const [summary, budgets, plans] = await Promise.all([
       getJson<Summary>(t, `/api/dashboard/summary${tenant}`),
-      getJson<any>(t, '/api/health'),
       getJson<any>(t, `/api/dashboard/budgets${tenant}`),
       getJson<any>(t, '/api/dashboard/plans'),
     ])
     if (!summary) throw new Error(`${t.url} has its dashboard turned off; run with --local`)
-    return { source: t.url, summary, budgets: budgets?.rules ?? null, plans: plans?.accounts ?? null, ledger: { status: health?.status, ...health?.ledger } }
+    // The ledger's health is the answer that found the server (asked once).
+    const health = t.health
+    return { source: t.url, summary, budgets: budgets?.rules ?? null, plans: plans?.accounts ?? null, ledger: { status: health.status, ...health.ledger } }
   }
   await prepareLocal()
   const { summary } = await import('../../dashboard/summary')
