@@ -1,6 +1,6 @@
-import { statSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { Argument, Option } from 'commander'
+import { Argument, InvalidArgumentError, Option } from 'commander'
 import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
 import { LOG_AGENTS, type LogAgent } from '../../import/types'
@@ -19,7 +19,7 @@ export const importCommand: RegisterCommand = (program, ctx) => {
     .command('import')
     .description("Import calls from an agent's own logs (history, and calls that bypassed the proxy). Safe to repeat.")
     .addArgument(new Argument('<agent>', 'whose logs').choices([...LOG_AGENTS, 'all']))
-    .option('--path <dir...>', "log folder(s) to read instead of the agent's standard one")
+    .option('--path <dir...>', "log folder(s) to read instead of the agent's standard one", pathValue)
     .option('--tenant <id>', 'tenant to give the imported calls')
     .option('--json', 'print the result as JSON')
     .option('--config <file>', 'config file (default: <data dir>/config.yaml)', pathOption)
@@ -89,6 +89,19 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
         await ledger.close()
       }
     })
+}
+
+/**
+ * One `--path` word. It takes every word after it, so `import --path <dir> codex` read the agent
+ * as a folder (refused as "missing required argument 'agent'", or "no such folder: codex" with
+ * an agent before --path): an agent's name is refused as bad usage saying where it goes, unless a
+ * file or folder of that name is here.
+ */
+function pathValue(value: string, previous: string[] | undefined): string[] {
+  if ((LOG_AGENTS as readonly string[]).concat('all').includes(value) && !existsSync(value)) {
+    throw new InvalidArgumentError(`${value} is an agent, not a folder: --path takes every word after it; name the agent before it: burnrate import ${value} --path <dir>`)
+  }
+  return [...(previous ?? []), value]
 }
 
 /**
