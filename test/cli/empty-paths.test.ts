@@ -11,8 +11,8 @@ import { type TestServer, startTestServer } from '../support/server'
  * An empty path on the command line, as `"$VAR"` with the variable unset gives: `export -o ''`
  * wrote the export to stdout (the terminal, or whatever a script took for the file's log) and
  * exited 0; `--data-dir ''` opened, and made, a ledger `burnrate.db` in the current folder and
- * reported its nothing ('$0.00 in 0 calls') with exit 0; `--config ''` read the default config.
- * Each is now bad usage (exit 2) with one line naming the option, before anything is read or made.
+ * reported its nothing ('$0.00 in 0 calls') with exit 0; `--config ''` read the default config;
+ * `import --path ''` was refused as "no such folder: " (exit 1), naming nothing. Each is now bad usage (exit 2) with one line naming the option, before anything is read or made.
  */
 const CLI = join(ROOT, 'out/main/cli.js')
 let t: TestServer
@@ -47,6 +47,12 @@ describe('an empty path given to an option', () => {
     expect(r.code, r.stdout + r.stderr).toBe(2)
     expect(r.stderr).toContain('--data-dir')
     expect(existsSync(join(cwd, 'burnrate.db')), readdirSync(cwd).join(' ')).toBe(false)
+  })
+
+  it("import --path '' is bad usage, not 'no such folder: ' naming nothing", async () => {
+    const r = await cli(['import', 'codex', '--data-dir', t.dir, '--path', ''])
+    expect(r.code, r.stdout + r.stderr).toBe(2)
+    expect(r.stderr).toContain("option '--path <dir...>' argument '' is invalid. give a path")
   })
 
   it("--config '' is bad usage, not the default config", async () => {

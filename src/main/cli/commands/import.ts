@@ -95,9 +95,11 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
  * One `--path` word. It takes every word after it, so `import --path <dir> codex` read the agent
  * as a folder (refused as "missing required argument 'agent'", or "no such folder: codex" with
  * an agent before --path): an agent's name is refused as bad usage saying where it goes, unless a
- * file or folder of that name is here.
+ * file or folder of that name is here. An empty one is bad usage too, as for every path option.
  */
 function pathValue(value: string, previous: string[] | undefined): string[] {
+  // An empty one ("$VAR", the variable unset) was "no such folder: ", naming nothing.
+  pathOption(value)
   if ((LOG_AGENTS as readonly string[]).concat('all').includes(value) && !existsSync(value)) {
     throw new InvalidArgumentError(`${value} is an agent, not a folder: --path takes every word after it; name the agent before it: burnrate import ${value} --path <dir>`)
   }
