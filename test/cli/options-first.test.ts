@@ -39,6 +39,8 @@ describe('options before the command', () => {
     [['--tenant', 'status', '--data-dir', '@', 'report', 'model', '--json', '--no-import'], ['report', 'model', '--tenant', 'status', '--json', '--no-import', '--data-dir', '@']],
     [['--format', 'json', 'export', '--data-dir', '@'], ['export', '--format', 'json', '--data-dir', '@']],
     [['--json', '--data-dir', '@', 'import', 'codex', '--path', '#'], ['import', 'codex', '--path', '#', '--json', '--data-dir', '@']],
+    // A variadic option's values, all of them (only its first was skipped: "unknown option '--path'").
+    [['--path', '#', '#', 'import', 'codex', '--json', '--data-dir', '@'], ['import', 'codex', '--path', '#', '#', '--json', '--data-dir', '@']],
   ])('%j runs as %j', async (before, after) => {
     const fill = (args: string[]) => args.map((a) => (a === '@' ? data : a === '#' ? join(home, 'logs') : a)).concat(args.at(-1) === '--data-dir' ? [data] : [])
     const a = await cli(fill(before))

@@ -62,19 +62,25 @@ export async function runCli(args: readonly string[], opts: { ledgerWorker?: URL
  * `burnrate status --json` (Commander reads options before a subcommand as the program's own,
  * which has none but --help and --version, and said 'unknown option'). The command is the first
  * word that is not an option or a value of one of that command's options, so `--tenant status
- * report daily` is the report of the tenant named status. The options go after the command's own
- * arguments, where a variadic option (`--path <dir...>`) cannot take them. A line that starts with
+ * report daily` is the report of the tenant named status; a variadic option's (`--path <dir...>`)
+ * values are the words up to the next option or the command's name. The options go after the
+ * command's own arguments, where a variadic option cannot take them. A line that starts with
  * --help or --version, or names no command, is left as it is.
  */
 function commandFirst(program: Command, args: readonly string[]): string[] {
   if (!args[0]?.startsWith('-') || ['-h', '--help', '-V', '--version'].includes(args[0])) return [...args]
   for (const cmd of program.commands) {
-    const takesValue = new Set(cmd.options.filter((o) => o.required || o.optional).flatMap((o) => [o.long, o.short].filter((f): f is string => !!f)))
+    const flags = (o: (typeof cmd.options)[number]) => [o.long, o.short].filter((f): f is string => !!f)
+    const takesValue = new Set(cmd.options.filter((o) => o.required || o.optional).flatMap(flags))
+    const variadic = new Set(cmd.options.filter((o) => o.variadic).flatMap(flags))
+    const isOption = (a: string) => a.startsWith('-') && a !== '-'
     for (let i = 0; i < args.length; i++) {
       const a = args[i]
       if (a === '--') break
-      if (a.startsWith('-') && a !== '-') {
+      if (isOption(a)) {
         if (takesValue.has(a)) i++
+        // A variadic option (`--path a b import codex`) takes the words after its first up to an option or the command's name.
+        if (variadic.has(a)) while (i + 1 < args.length && !isOption(args[i + 1]) && args[i + 1] !== cmd.name()) i++
         continue
       }
       if (a !== cmd.name()) break
