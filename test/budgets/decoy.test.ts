@@ -65,6 +65,12 @@ describe('a decoy credential beside a blocked key', () => {
     }
     const viaQuery = await postJson(`${t.url}/v1/chat/completions?key=${BLOCKED}`, { model: 'gpt-5-nano', messages: [] }, { authorization: `Bearer ${ALLOWED}` })
     expect(viaQuery.status).toBe(429)
+    // The parameter's name percent-encoded (`%6Bey`, `k%65y`) is still `key` to a server that
+    // decodes its query, as Google's does.
+    for (const name of ['%6Bey', 'k%65y', '%6B%65%79']) {
+      const encoded = await postJson(`${t.url}/v1beta/models/gemini-2.5-flash:generateContent?${name}=${BLOCKED}`, GEMINI_BODY, { 'x-goog-api-key': decoy() })
+      expect(encoded.status, name).toBe(429)
+    }
     expect(upstream.requests).toHaveLength(0)
   })
 })

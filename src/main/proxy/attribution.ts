@@ -19,7 +19,10 @@ function read(source: CredentialSource, headers: IncomingHttpHeaders, query: str
     const auth = headers.authorization
     if (typeof auth === 'string') add(bearerCredential(auth) ?? '')
   } else if (source === 'query-key') {
-    if (query && query.includes('key=')) for (const k of new URLSearchParams(query).getAll('key')) add(k)
+    // A name sent percent-encoded (`%6Bey=`) is `key` all the same to a server that decodes its
+    // query, as Google's does: such a query is parsed too, or it would carry a blocked key past
+    // its budget.
+    if (query && (query.includes('key=') || query.includes('%'))) for (const k of new URLSearchParams(query).getAll('key')) add(k)
   } else {
     const v = headers[source]
     if (typeof v === 'string') add(v.trim())
