@@ -427,6 +427,16 @@ export const PG_MIGRATIONS: PgMigration[] = [
     description: "a key's spend rows by period and start: an admission counts what calls in flight reserved on the rows of its rule as it was before an edit (its scope or window length), read without the other keys' rows of the day",
     sql: 'CREATE INDEX IF NOT EXISTS budget_spend_key ON budget_spend (api_key_hash, period, period_start)',
   },
+  {
+    version: 25,
+    description: "a settlement that added a cost keeps its key, rows and cost while its call is not stored: an admission under the rule edited since counts it, as the edited rule's rows get it only from the stored call",
+    // Nullable with no default: a catalog change only. Markers written before it hold none (their
+    // calls stored long since), and settlements read by no admission.
+    sql: [
+      'ALTER TABLE budget_settled ADD COLUMN IF NOT EXISTS api_key_hash TEXT, ADD COLUMN IF NOT EXISTS spend_ids BIGINT[], ADD COLUMN IF NOT EXISTS cost_usd DOUBLE PRECISION',
+      'CREATE INDEX IF NOT EXISTS budget_settled_owed_key ON budget_settled (api_key_hash, at) WHERE owed',
+    ],
+  },
 ]
 
 /**

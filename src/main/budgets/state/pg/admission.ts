@@ -219,11 +219,18 @@ export class Admission {
  * window, its `window_hours` (the row's start is its length: sql.ts spendStart). They count against
  * the rule as it is now until they settle, as they do in process (the meters' calls in flight are
  * carried over: ../../meter-book.ts), so an edit never lets a key past its limits by what it had
- * in flight (README, Budgets). `x` is the locked row (its id, period, start and session).
+ * in flight (README, Budgets). So does what such a call's settlement added to those rows while the
+ * call is not stored yet (its marker still `owed`, within a lease of its settlement): the rule's own
+ * rows get that cost only from the stored call (call-spend.ts), and in between they held neither
+ * its reservation nor its cost. `x` is the locked row (its id, period, start and session).
  */
-const OTHER_RESERVED = `SELECT COALESCE(SUM(o.reserved_usd), 0) FROM budget_spend o
+const OTHER_RESERVED = `SELECT COALESCE(SUM(CASE WHEN o.reserved_usd > @eps::float8 THEN o.reserved_usd ELSE 0 END), 0)
+                        + COALESCE(SUM((SELECT SUM(s.cost_usd) FROM budget_settled s
+                                         WHERE s.owed AND s.api_key_hash = @key AND o.id = ANY(s.spend_ids)
+                                           AND s.at > now() - @lease::float8 * interval '1 millisecond')), 0)
+                   FROM budget_spend o
                    WHERE o.api_key_hash = @key AND left(o.rule_key, length(@rkp::text)) = @rkp::text
-                     AND o.period = x.period AND o.id <> x.id AND o.reserved_usd > @eps::float8
+                     AND o.period = x.period AND o.id <> x.id
                      AND (o.period = 'window' OR (o.period_start = x.start AND o.session = x.session))`
 
 /** The CTE `locked` of the admission statement for calendar periods and sessions: the rows locked, their figures and test. */

@@ -151,7 +151,15 @@ export class Settlements {
     const bsids: number[] = []
     const bminutes: number[] = []
     const bcosts: number[] = []
+    // Each settlement's key and cost, kept with its marker while its call is not stored (an
+    // admission under its rule as edited since counts it: admission.ts OTHER_RESERVED).
+    const mrids: string[] = []
+    const mkeys: string[] = []
+    const mcosts: number[] = []
     for (const w of batch) {
+      mrids.push(w.rid)
+      mkeys.push(this.unsettled.get(w.rid)?.key ?? '')
+      mcosts.push(w.cost)
       if (w.cost > 0) owed.push(w.rid)
       for (const id of w.ids) {
         rids.push(w.rid)
@@ -171,7 +179,11 @@ export class Settlements {
           `WITH input AS (SELECT * FROM unnest(@rids::text[], @sids::bigint[], @costs::float8[]) AS t (rid, sid, cost)),
                 d AS (DELETE FROM budget_reservations r USING input i WHERE r.id = i.rid AND r.spend_id = i.sid RETURNING r.spend_id, r.amount_usd),
                 freed AS (SELECT spend_id, SUM(amount_usd) AS amount FROM d GROUP BY spend_id),
-                fresh AS (INSERT INTO budget_settled (rid, owed) SELECT DISTINCT rid, rid = ANY(@owed::text[]) FROM input ORDER BY rid
+                fresh AS (INSERT INTO budget_settled (rid, owed, api_key_hash, spend_ids, cost_usd)
+                            SELECT m.rid, m.rid = ANY(@owed::text[]), NULLIF(m.key, ''),
+                                   (SELECT array_agg(i.sid ORDER BY i.sid) FROM input i WHERE i.rid = m.rid), m.cost
+                              FROM unnest(@mrids::text[], @mkeys::text[], @mcosts::float8[]) AS m (rid, key, cost)
+                             WHERE m.rid IN (SELECT rid FROM input) ORDER BY m.rid
                             ON CONFLICT DO NOTHING RETURNING rid),
                 added AS (SELECT sid, SUM(CASE WHEN rid IN (SELECT rid FROM fresh) THEN cost ELSE 0 END) AS cost FROM input GROUP BY sid),
                 locked AS (SELECT id FROM budget_spend WHERE id IN (SELECT sid FROM added) ORDER BY id FOR UPDATE)${bsids.length ? `,
@@ -181,7 +193,7 @@ export class Settlements {
                   reserved_usd = GREATEST(0, b.reserved_usd - COALESCE(f.amount, 0))
              FROM added a LEFT JOIN freed f ON f.spend_id = a.sid
             WHERE b.id = a.sid AND b.id IN (SELECT id FROM locked)`,
-          bsids.length ? { rids, sids, costs, owed, brids, bsids, bminutes, bcosts } : { rids, sids, costs, owed },
+          bsids.length ? { rids, sids, costs, owed, mrids, mkeys, mcosts, brids, bsids, bminutes, bcosts } : { rids, sids, costs, owed, mrids, mkeys, mcosts },
         ),
       )
       for (const w of batch) {
