@@ -86,17 +86,21 @@ export class MeterBook {
     this.meters = new Map()
     const active = this.index.active()
     if (active.length === 0) return
+    const recent: HistoryRow[] = []
     for (const r of load(historyStart(active, this.clock, now), sessionHistoryStart(active, now))) {
       const s = this.keys.state(r.api_key_hash, r.key_hint)
       this.account(s, r, r.t, r.cost, 0, r.session, r.last, now)
-      if ((r.tokens > 0 || r.requests > 0) && r.last > now - 60_000) this.countRecent(s, r, r)
+      if ((r.tokens > 0 || r.requests > 0) && r.last > now - 60_000) {
+        this.countRecent(s, r, r)
+        recent.push(r)
+      }
     }
     // What the recorded calls cannot give: calls in flight (their reservations), and the last
     // minute's requests and tokens as counted (those of calls not stored yet among them), kept by
     // the same rule across the change: the one of the same pattern and scope, else the rule
     // of the same pattern with another scope (the rule edited, or a runtime rule replacing or
     // giving back a config rule).
-    this.carryOver(before, active, now)
+    this.carryOver(before, active, recent, now)
     // Thresholds the recorded spend already crossed were announced when it crossed them, before
     // this restart or rule change: they are not announced again.
     for (const [, byKey] of this.meters) {
@@ -113,30 +117,44 @@ export class MeterBook {
    * with another scope (the rule edited, or a runtime rule in a config rule's place). That rule
    * then counts all the calls in flight until they settle, those its new scope no longer matches
    * among them: for their few seconds it may refuse early, but never lets a key past its limits by
-   * what it had in flight (README, Budgets).
+   * what it had in flight (README, Budgets). An edited rule's last minute also counts the calls of
+   * `recent` (the ledger's last minute) that its new scope matches and its old one did not: the
+   * count carried over never held them (a scope widened: the key's calls it now matches).
    */
-  private carryOver(before: Map<Rule, Map<string, Meter>>, active: readonly Rule[], now: number): void {
+  private carryOver(before: Map<Rule, Map<string, Meter>>, active: readonly Rule[], recent: readonly HistoryRow[], now: number): void {
     const same = new Map(active.map((r) => [ruleIdentity(r), r]))
     // A pattern names one rule in force (a runtime rule replaces the config rule of its pattern).
     const byPattern = new Map<string, Rule | null>()
     for (const r of active) byPattern.set(r.api_key_pattern, byPattern.has(r.api_key_pattern) ? null : r)
-    const moves: [Rule, Map<string, Meter>][] = []
-    const edited: [Rule, Map<string, Meter>][] = []
+    const moves: [Rule, Map<string, Meter>, Rule | null][] = []
+    const edited: [Rule, Map<string, Meter>, Rule | null][] = []
     for (const [rule, byKey] of before) {
       const next = same.get(ruleIdentity(rule))
-      if (next) moves.push([next, byKey])
+      if (next) moves.push([next, byKey, null])
       else {
         const n = byPattern.get(rule.api_key_pattern)
-        if (n) edited.push([n, byKey])
+        if (n) edited.push([n, byKey, rule])
+      }
+    }
+    // The ledger's last minute by key, for the edited rules' meters (rule edits are rare: built only then).
+    const byHash = new Map<string, HistoryRow[]>()
+    if (edited.length > 0) {
+      for (const r of recent) {
+        const list = byHash.get(r.api_key_hash)
+        if (list) list.push(r)
+        else byHash.set(r.api_key_hash, [r])
       }
     }
     const taken = new Set<string>()
-    for (const [next, byKey] of [...moves, ...edited]) {
+    for (const [next, byKey, old] of [...moves, ...edited]) {
       for (const [hash, m] of byKey) {
         const k = `${ruleIdentity(next)}\u0000${hash}`
         if (!m.busy(now) || taken.has(k)) continue
         taken.add(k)
-        this.meter(next, hash).carryOver(m)
+        const meter = this.meter(next, hash)
+        meter.carryOver(m)
+        if (!old) continue
+        for (const r of byHash.get(hash) ?? []) if (scopeMatches(next, r) && !scopeMatches(old, r)) meter.countAlso(r.last, r.requests, r.tokens)
       }
     }
   }

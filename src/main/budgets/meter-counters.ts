@@ -145,6 +145,15 @@ export class LastMinute {
     this.sum += amount
   }
 
+  /** Adds `amount` at `ts`, which may be before the latest entry (oldest first kept). */
+  insert(ts: number, amount: number): void {
+    let i = this.ts.length
+    while (i > this.head && this.ts[i - 1] > ts) i--
+    this.ts.splice(i, 0, ts)
+    this.amounts.splice(i, 0, amount)
+    this.sum += amount
+  }
+
   /** Takes back `amount` of what was added at `ts` (the latest such entry still in the minute). */
   take(ts: number, amount: number): void {
     for (let i = this.ts.length - 1; i >= this.head; i--) {

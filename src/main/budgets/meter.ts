@@ -169,6 +169,15 @@ export class Meter {
     this.tokens = old.tokens
   }
 
+  /**
+   * Counts in the last minute, after `carryOver`, the requests and tokens of a call the ledger holds
+   * that the meter carried over did not count (outside its rule's scope before an edit), at `at`.
+   */
+  countAlso(at: number, requests: number, tokens: number): void {
+    if (this.rule.requests_per_minute !== null && requests > 0) this.requests.insert(at, requests)
+    if (this.rule.tokens_per_minute !== null && tokens > 0) this.tokens.insert(at, tokens)
+  }
+
   /** True when the calls in flight or the last minute's requests or tokens hold something a reload would lose. */
   busy(now: number): boolean {
     return this.live.inFlight > 0 || this.requests.total(now) > 0 || this.tokens.total(now) > 0
