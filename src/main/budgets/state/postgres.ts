@@ -9,7 +9,7 @@ import { Settlements } from './pg/settlements'
 import { SpendRows, pruneWindowBuckets } from './pg/spend-rows'
 import type { BudgetState, Reservation, ReserveOutcome, ReserveRequest } from './types'
 
-import { ruleKey } from './pg/sql'
+import { ruleKey, rulePatternPrefix } from './pg/sql'
 
 export { ruleKey }
 
@@ -98,9 +98,13 @@ function withLocal(o: ReserveOutcome & { ok: true }, local: () => void): Reserve
   }
 }
 
-/** A rule's scope and a key: what calls admitted in process are held by (meters are rebuilt when the rules or meters are read again). */
+/**
+ * A rule's key pattern and a key: what calls admitted in process are held by. Not its scope: one
+ * rule of a pattern is in force, and a rule whose scope is edited counts the key's calls in flight
+ * admitted under it before (README, Budgets), those decided in process among them.
+ */
 function heldKey(req: ReserveRequest): string {
-  return `${ruleKey(req.rule)}\n${req.keyHash}`
+  return `${rulePatternPrefix(req.rule)}\n${req.keyHash}`
 }
 
 export class PgBudgetState implements BudgetState {
