@@ -91,7 +91,7 @@ export class UpstreamTiming {
   /**
    * A call's request failed before any answer. The proxy may send it once more, at once, from
    * undici's error callback (a GET whose kept-alive connection the upstream had closed:
-   * ../proxy/call/forward.ts), which runs in the scope of whichever call opened that connection:
+   * ../proxy/call/retry.ts), which runs in the scope of whichever call opened that connection:
    * the request created next, in the same turn, to the same upstream, is this call's, and its
    * answer is timed from it. It is not Burnrate's time again (that was the first attempt's round trip).
    */

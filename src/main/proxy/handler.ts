@@ -72,7 +72,7 @@ export interface ProxyHandler {
   close(): Promise<void>
   /**
    * Ends the calls whose non-streamed answers are still read for their bill after their client
-   * left (call/forward.ts), recorded 499 with what came: a stop past its grace ends them as it
+   * left (call/left-answers.ts), recorded 499 with what came: a stop past its grace ends them as it
    * cuts the client connections.
    */
   stopLeftAnswers(): void
@@ -98,7 +98,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     life.leave()
     throw err
   }
-  /** A new connection to each upstream, for sending a call again (forward.ts): one function per upstream, not per call. */
+  /** A new connection to each upstream, for sending a call again (call/retry.ts): one function per upstream, not per call. */
   const fresh = new WeakMap<Route['upstream'], () => Dispatcher>()
   const freshFor = (upstream: Route['upstream']): (() => Dispatcher) => {
     let f = fresh.get(upstream)

@@ -24,7 +24,7 @@ export interface DispatcherOptions extends NetworkOptions {
 
 /**
  * One keep-alive connection pool per upstream. Its own timeouts are off but the connect one:
- * the first-byte and idle timeouts are the call's (forward.ts, response.ts). Behind a proxy
+ * the first-byte and idle timeouts are the call's (dispatch-handler.ts, response.ts). Behind a proxy
  * (upstream.proxy or HTTPS_PROXY/HTTP_PROXY), an upstream the proxy rule sends through it
  * (http/network.ts, the same rule as WebSockets') is carried by one undici ProxyAgent per proxy:
  * an https upstream through a CONNECT tunnel, an http one (a self-hosted model server) as curl, Go

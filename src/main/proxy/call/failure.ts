@@ -83,7 +83,7 @@ export function cutClient(s: HttpCall): void {
   // cut for a connection that failed before any answer, and its SDK sends the call again
   // (billed again upstream); one that saw the answer begin and break does not, as without
   // Burnrate (Anthropic's SDK from 1.17 does repeat a non-streaming POST whose answer breaks, as
-  // it would without Burnrate, unless the answer says x-should-retry: false: ./forward.ts).
+  // it would without Burnrate, unless the answer says x-should-retry: false: ./retry.ts).
   // (What a slow client has not read yet is dropped still: the cut is not delayed for it.)
   res.flushHeaders()
   setImmediate(destroyRes, res)

@@ -36,27 +36,50 @@ function forwardedPrefix(req: IncomingMessage): string {
   return PLAIN_PATH.test(first) ? first.replace(/\/+$/, '') : ''
 }
 
-/** An answer held whole until it ends, to be rewritten (CallShape.relink). */
+/**
+ * An answer held whole until it ends, to be rewritten (CallShape.relink), and sent by `start` once
+ * it is (or cannot be): what was held, whether it was rewritten, and whether it broke after the
+ * provider had answered.
+ */
 export class HeldAnswer {
   private parts: Buffer[] = []
   size = 0
 
-  /** False once the answer is larger than `RELINK_LIMIT`: it must then be sent as it came. */
-  push(chunk: Buffer): boolean {
+  constructor(private readonly start: (parts: Buffer[], rewritten: boolean, broken?: boolean) => void) {}
+
+  /** A chunk of the answer; once it is larger than `RELINK_LIMIT`, what was held is sent as it came, not rewritten. */
+  push(chunk: Buffer): void {
     this.parts.push(chunk)
     this.size += chunk.length
-    return this.size <= RELINK_LIMIT
+    if (this.size > RELINK_LIMIT) this.start(this.take(), false)
+  }
+
+  /** The answer ended: sent as `rewrite` makes it; unchanged (null) or not rewritable (it throws), byte for byte as it came. */
+  end(rewrite: (text: string) => string | null): void {
+    const whole = this.whole()
+    let out: string | null = null
+    try {
+      out = rewrite(whole.toString('utf8'))
+    } catch {
+      // an answer that cannot be rewritten goes as it came
+    }
+    this.start([out === null ? whole : Buffer.from(out)], true)
+  }
+
+  /** The answer broke (the upstream failed, or went silent) after the provider had answered: what came goes on as it came. */
+  broke(): void {
+    this.start(this.take(), false, true)
   }
 
   /** What was held, as it came. */
-  take(): Buffer[] {
+  private take(): Buffer[] {
     const p = this.parts
     this.parts = []
     return p
   }
 
   /** What was held, in one buffer. */
-  whole(): Buffer {
+  private whole(): Buffer {
     const p = this.take()
     return p.length === 1 ? p[0] : Buffer.concat(p, this.size)
   }

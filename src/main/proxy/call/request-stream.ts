@@ -34,7 +34,7 @@ export interface StreamedBody {
   fields: Record<string, unknown> | undefined
 }
 
-/** What times the upstream's side of a streamed body's exchange (./forward.ts). */
+/** What times the upstream's side of a streamed body's exchange (./dispatch-handler.ts). */
 export interface BodyWatcher {
   /** The upstream is waited on: it has stopped taking the body, or has it all. */
   awaitFirstByte(): void

@@ -69,7 +69,7 @@ export function startHttpResponse(
   s.upstreamStatus = status
   const ctype = uheaders['content-type']
   s.streamed = typeof ctype === 'string' && (ctype.includes('text/event-stream') || isEventStream(ctype))
-  // Trailers are forwarded (forward.ts), so the header announcing them is too.
+  // Trailers are forwarded (dispatch-handler.ts), so the header announcing them is too.
   if (uheaders.trailer) headers.set('trailer', uheaders.trailer)
   if (s.admission.headers) setAll(headers, s.admission.headers)
   // A check the gate let run after the dispatch (runaway, warn) runs now if it has not yet.
@@ -107,7 +107,7 @@ export function startHttpResponse(
       s.timers.push(deadlines.add(idleMs - quiet, check))
       return
     }
-    // (A client that left is waited on no more: an answer read on for its bill is the upstream's to send: ./forward.ts.)
+    // (A client that left is waited on no more: an answer read on for its bill is the upstream's to send: ./left-answers.ts.)
     if (waitingOnClient && !res.destroyed) {
       s.timers.push(deadlines.add(idleMs, check))
       return

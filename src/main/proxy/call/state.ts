@@ -33,7 +33,7 @@ export interface CallState {
   responseStarted: boolean
   /**
    * Its client left before the answer's end reached it, which was read on for its bill
-   * (./forward.ts): recorded 499 however whole the answer then came.
+   * (./left-answers.ts): recorded 499 however whole the answer then came.
    */
   clientLeftFirst: boolean
   streamed: boolean
