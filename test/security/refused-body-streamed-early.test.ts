@@ -33,17 +33,15 @@ async function answersAtOnce(close: boolean): Promise<string> {
 }
 
 describe('a streamed upload the upstream answers before taking it whole', () => {
-  for (const [close, status] of [
-    [false, 'HTTP/1.1 413 Payload Too Large'],
-    [true, ''],
-  ] as const) {
+  // Closing its connection, the upstream resets it as the body comes on: its answer is read all the
+  // same (builds before this one often answered 502: ../faults/upload-answered-early.test.ts).
+  for (const close of [false, true]) {
     it(`${close ? 'and closes its connection' : 'keeping its connection'}: answered, and the client's connection closed as the body goes on`, async () => {
       const t = await start.server({}, await answersAtOnce(close))
       const port = Number(new URL(t.url).port)
       const head = `POST /v1/files HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: multipart/form-data; boundary=b0undary\r\nAuthorization: Bearer sk-streamed-early-0001\r\n`
       const r = await streamBody(port, head, true)
-      if (status) expect(r.status).toBe(status)
-      else expect(r.status).toMatch(/^HTTP\/1\.1 (413|502) /)
+      expect(r.status).toBe('HTTP/1.1 413 Payload Too Large')
       expect(r.closed).toBe(true)
       expect(r.sent).toBeLessThan(FAR_PAST)
       // Recorded once.

@@ -1,8 +1,9 @@
-import type { Dispatcher } from 'undici'
+import type { Dispatcher, buildConnector } from 'undici'
 import { type NetworkOptions, proxyRule, proxyTls, trustedCAs } from '../../http/network'
 import { failClosedConnect } from '../../http/proxy-connect'
 import { socksConnector } from '../../http/socks'
-import { agentClass, clientClass, poolClass, proxyAgent } from './undici'
+import { readsAnswerFirst } from './early-answer'
+import { agentClass, clientClass, connectorBuilder, poolClass, proxyAgent } from './undici'
 import type { Upstream } from '../routes'
 
 export type { NetworkOptions } from '../../http/network'
@@ -43,13 +44,16 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
   // An answer's headers up to MAX_ANSWER_HEADERS (undici's default, 16 KiB, refused a gateway's long
   // policy or cookie headers: the call answered and billed upstream was told the client as 'Could not reach').
   const common = { keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0, maxHeaderSize: MAX_ANSWER_HEADERS, connect }
+  // Every connection reads an answer that came while the body was still being sent (./early-answer.ts):
+  // a direct pool's or client's from its own connector, as undici would make it from `connect`.
+  const direct = () => ({ connect: readsAnswerFirst(connectorBuilder()(connect)) })
   const proxyOf = proxyRule(o)
   const forUpstream = (u: Upstream): Dispatcher => {
     const proxy = proxyOf?.(u.origin)
-    if (!proxy) return new (poolClass())(u.origin, common)
+    if (!proxy) return new (poolClass())(u.origin, { ...common, ...direct() })
     let agent = viaProxy.get(proxy)
     if (!agent && /^socks/i.test(proxy)) {
-      agent = new (agentClass())({ ...common, connect: socksConnector(proxy, o.connect_timeout_ms, ca) })
+      agent = new (agentClass())({ ...common, connect: readsAnswerFirst(socksConnector(proxy, o.connect_timeout_ms, ca)) })
       viaProxy.set(proxy, agent)
       proxied.add(agent)
     }
@@ -60,7 +64,7 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
       const clientFactory = (origin: URL | string, opts: object): Dispatcher => failClosedConnect(new (poolClass())(origin, { ...opts, headersTimeout: o.connect_timeout_ms }))
       // The pools to upstreams through a tunnel, and (for http upstreams, `proxyTunnel: false`) to
       // the proxy itself, which then answers for the upstream: the common options, not undici's defaults.
-      const factory = (origin: URL | string, opts: object): Dispatcher => new (poolClass())(origin, { ...common, ...opts })
+      const factory = (origin: URL | string, opts: object): Dispatcher => new (poolClass())(origin, { ...common, ...opts, ...throughProxy(opts) })
       agent = new (proxyAgent())({ ...common, uri: proxy, requestTls: connect, ...proxyTls(proxy, connect), clientFactory, factory, proxyTunnel: false })
       viaProxy.set(proxy, agent)
       proxied.add(agent)
@@ -80,7 +84,7 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
     fresh(u) {
       const shared = dispatcherOf(u)
       if (proxied.has(shared)) return shared
-      const c = new (clientClass())(u.origin, common)
+      const c = new (clientClass())(u.origin, { ...common, ...direct() })
       const dispatch = c.dispatch.bind(c)
       // Closes once the one call it carries is done.
       c.dispatch = (opts, handler) => {
@@ -97,4 +101,9 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
       await Promise.all([...all].map((p) => p.destroy().catch(() => {})))
     },
   }
+}
+
+/** A proxy's connections (its tunnels, or to the proxy itself: `opts.connect`) read an early answer too (./early-answer.ts). */
+function throughProxy(opts: { connect?: unknown }): { connect?: buildConnector.connector } {
+  return typeof opts.connect === 'function' ? { connect: readsAnswerFirst(opts.connect as buildConnector.connector) } : {}
 }

@@ -25,6 +25,13 @@ export function clientClass(): typeof Undici.Client {
   return (client ??= require('undici/lib/dispatcher/client.js') as typeof Undici.Client)
 }
 
+let connector: typeof Undici.buildConnector | undefined
+
+/** undici's own connector builder, which its pools use when given connect options. */
+export function connectorBuilder(): typeof Undici.buildConnector {
+  return (connector ??= require('undici/lib/core/connect.js') as typeof Undici.buildConnector)
+}
+
 let nameOf: ((raw: Buffer) => string) | undefined
 
 /**
