@@ -3,6 +3,7 @@ import type { ThresholdEvent } from '../budgets/announcer'
 import { crossingKey } from '../budgets/levels'
 import { ensurePostgresSchema } from '../storage/postgres-migrations'
 import type { SqlStore } from '../storage/sql'
+import type { KeptClaim } from './outbox'
 import { webhookDestination } from './webhook-url'
 import type { WebhookTarget } from './webhooks'
 
@@ -25,6 +26,9 @@ export interface HeldClaim {
 }
 
 export type Claim = { result: 'won'; held: HeldClaim } | { result: Exclude<ClaimResult, 'won'> }
+
+/** How a claim is kept with its alert in the instance's own file (./outbox.ts): its ids, and its token once won. */
+export const keptClaim = (c: HeldClaim): KeptClaim => ({ ids: c.legacy ? [c.id, c.legacy] : [c.id], token: c.token })
 
 /**
  * How the tokens of claims this build wins begin: their holder settles them or lets them go
@@ -63,11 +67,35 @@ export class AlertClaims {
    * is sent all the same, but the row, if any, is not this instance's to let go.
    */
   async claim(e: ThresholdEvent, webhook: WebhookTarget): Promise<Claim> {
-    const id = claimId(e, webhook)
-    const legacy = legacyClaimId(e, webhook)
+    return this.claimAs(claimId(e, webhook), legacyClaimId(e, webhook), rearmSeconds(e))
+  }
+
+  /**
+   * The claim of an alert this instance kept for its next start (./outbox.ts) when it was killed
+   * outright: `won` if it is still this instance's (its token there) or, sent unasked then (no
+   * token), is claimed now, a rolling window's re-armed as at its crossing (`window`, made at
+   * `madeAt`); `lost` if another instance holds or has sent it. Sent from the file with no claim,
+   * it went to the webhook beside the one this start's read of the crossing back claimed and sent.
+   */
+  async resume(kept: KeptClaim, window: boolean, madeAt: number, now = Date.now()): Promise<Claim> {
+    const [id, legacy = id] = kept.ids
+    if (kept.token === undefined) return this.claimAs(id, legacy, window ? REARM_MINUTES * 60 + Math.max(0, now - madeAt) / 1000 : null)
+    const held: HeldClaim = legacy === id ? { id, token: kept.token } : { id, legacy, token: kept.token }
+    try {
+      await ensurePostgresSchema(this.store)
+      const rows = await this.store.all('SELECT id FROM alert_claims WHERE id = ANY(@ids::text[]) AND owner = @token', { ids: kept.ids, token: kept.token })
+      return rows.length === new Set(kept.ids).size ? { result: 'won', held } : { result: 'lost' }
+    } catch {
+      // Not asked: as far as this instance knows it holds it still (only its holder lets a claim go),
+      // and it is settled or let go by its token as any, which leaves another instance's row be.
+      return { result: 'won', held }
+    }
+  }
+
+  private async claimAs(id: string, legacy: string, rearm: number | null): Promise<Claim> {
     const token = `${SETTLING_OWNER}${randomUUID()}`
     const held: HeldClaim = legacy === id ? { id, token } : { id, legacy, token }
-    const params = { owner: held.token, rearm_s: rearmSeconds(e) }
+    const params = { owner: held.token, rearm_s: rearm }
     try {
       await ensurePostgresSchema(this.store)
       // Both names in one transaction, this build's first (as every instance of it takes them: one

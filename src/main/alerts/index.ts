@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { budgetsOf } from '../budgets'
 import type { ThresholdEvent } from '../budgets/announcer'
-import { AlertClaims, claimId, type HeldClaim } from './claims'
+import { AlertClaims, claimId, type HeldClaim, keptClaim, legacyClaimId } from './claims'
 import type { Feature, ServerContext } from '../server/context'
-import { AlertOutbox, type Unsent } from './outbox'
+import { AlertOutbox, type KeptClaim, type Taken, type Unsent } from './outbox'
 import { type OutboundAlert, runawayPayload, testPayload, thresholdAlertId, thresholdPayload } from './payload'
 import { type Delivery, type WebhookTarget, WebhookSender } from './webhooks'
 import { SentHere } from './sent-here'
@@ -60,10 +60,11 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const { engine, runaway } = budgetsOf(ctx)
   // PostgreSQL: every instance sees every crossing; the one that claims it sends it (./claims.ts).
   const claims = ctx.store.dialect === 'postgres' ? new AlertClaims(ctx.store) : null
-  const post = (payload: OutboundAlert, only: readonly WebhookTarget[] = webhooks.webhooks) => {
+  // `claimed`: on PostgreSQL, the claim each (of `only`'s) is sent under, kept with it (./outbox.ts KeptClaim).
+  const post = (payload: OutboundAlert, only: readonly WebhookTarget[] = webhooks.webhooks, claimed?: readonly KeptClaim[]) => {
     const sent = webhooks.send(payload, only)
     // Written before any attempt can end (each is under way, its answer not read yet).
-    const kept = sent.map((d, i) => ({ id: d.id, target: only[i], payload }))
+    const kept: Unsent[] = sent.map((d, i) => (claimed ? { id: d.id, target: only[i], payload, claim: claimed[i] } : { id: d.id, target: only[i], payload }))
     sent.forEach((d, i) => made.set(d, kept[i]))
     try {
       outbox.keep(kept)
@@ -73,13 +74,7 @@ export function alertsOf(ctx: ServerContext): Alerts {
     }
     return sent
   }
-  // Read with no webhook configured too: the rows (alert bodies) of webhooks since removed are cleared.
-  try {
-    for (const u of outbox.take(webhooks.webhooks)) post(u.payload, [u.target])
-  } catch (err) {
-    ctx.log.warn(`alerts: could not read the alerts the last run left undelivered: ${(err as Error).message}`)
-  }
-  const send = (e: ThresholdEvent, only?: WebhookTarget[]) => post(thresholdPayload(e, thresholdAlertId(e), Date.now()), only)
+  const send = (e: ThresholdEvent, only: readonly WebhookTarget[], claimed?: KeptClaim[]) => post(thresholdPayload(e, thresholdAlertId(e), Date.now()), only, claimed)
   // Claimed per webhook: each one configured here that no other instance has sent it to. The
   // claims of alerts not sent by shutdown (a retry waiting, the sender closed) are let go then.
   const claimOf = new WeakMap<Delivery, HeldClaim>()
@@ -95,6 +90,17 @@ export function alertsOf(ctx: ServerContext): Alerts {
       if (d.status === 'pending' && !closing) {
         claimOf.set(d, held)
         unasked.delete(d)
+        // Kept with its token now: killed before it is delivered, the next start sends it under it.
+        const u = made.get(d)
+        if (u) {
+          const again = { ...u, claim: keptClaim(held) }
+          made.set(d, again)
+          try {
+            outbox.keep([again])
+          } catch {
+            // kept with its ids only: a start after a kill claims it then (lost to this one's row, not sent again)
+          }
+        }
       } else done(d, held)
     })
     : null
@@ -127,7 +133,14 @@ export function alertsOf(ctx: ServerContext): Alerts {
         // Each of `mine`'s: the claim won, or null (sent unasked).
         const held = results.flatMap((r) => (r.result === 'won' ? [r.held] : r.result === 'unasked' ? [null] : []))
         if (mine.length === 0) return
-        const sent = send(e, mine)
+        // Sent unasked: kept with the claim's ids, for a start after a kill to claim it then.
+        const kept = mine.map((w, i) => {
+          const c = held[i]
+          if (c) return keptClaim(c)
+          const [id, legacy] = [claimId(e, w), legacyClaimId(e, w)]
+          return { ids: legacy === id ? [id] : [id, legacy] }
+        })
+        const sent = send(e, mine, kept)
         if (sent.length === 0) unsent.push(...held.filter((c) => c !== null))
         sent.forEach((d, i) => {
           const c = held[i]
@@ -142,7 +155,49 @@ export function alertsOf(ctx: ServerContext): Alerts {
     previous = p.catch(() => {})
     claiming.add(p)
   }
-  ctx.onClose(engine.onThreshold((e) => (claims ? claimed(claims, e) : void send(e))))
+  // An alert a kill left (./outbox.ts), sent after those before it under the claim it was kept
+  // with, if it is still this instance's; lost (another instance holds or has sent it), dropped.
+  // Noted as sent here at once: this start's read of the crossing back does not claim it again.
+  const resumed = (u: Taken) => {
+    const k = u.claim
+    if (!claims || !k) {
+      const p: Promise<void> = previous.then(() => void post(u.payload, [u.target])).finally(() => claiming.delete(p))
+      previous = p.catch(() => {})
+      claiming.add(p)
+      return
+    }
+    sentHere.hold(k.ids[0], u.until)
+    const window = 'window' in u.payload && u.payload.window.period === 'window'
+    const asked = claims.resume(k, window, Date.parse(u.payload.created_at))
+    const p: Promise<void> = previous
+      .then(() => asked)
+      .then((r) => {
+        if (r.result === 'lost') return void sentHere.forget(k.ids[0])
+        const [d] = post(u.payload, [u.target], [r.result === 'won' ? keptClaim(r.held) : k])
+        if (r.result === 'won') {
+          if (d) claimOf.set(d, r.held)
+          else unsent.push(r.held)
+        } else if (d) unasked.add(d)
+      })
+      .finally(() => claiming.delete(p))
+    previous = p.catch(() => {})
+    claiming.add(p)
+  }
+  // Read with no webhook configured too: the rows (alert bodies) of webhooks since removed are cleared.
+  try {
+    const taken = outbox.take(webhooks.webhooks)
+    let inTurn = false
+    for (const u of taken) {
+      // PostgreSQL: one kept with its claim (a threshold's, left by a kill) is sent under it, as
+      // long as it is still this instance's (claimed now if it was sent unasked), in its turn.
+      if (claims && u.claim) inTurn = true
+      if (!inTurn) post(u.payload, [u.target])
+      else resumed(u)
+    }
+  } catch (err) {
+    ctx.log.warn(`alerts: could not read the alerts the last run left undelivered: ${(err as Error).message}`)
+  }
+  ctx.onClose(engine.onThreshold((e) => (claims ? claimed(claims, e) : void send(e, webhooks.webhooks))))
   // A threshold another instance announced while this one was down (or not listening), found
   // crossed by a read: sent to those of this instance's webhooks no instance has sent it to.
   if (claims && webhooks.webhooks.length > 0) ctx.onClose(engine.onRestored((e) => claimed(claims, e)))

@@ -7,11 +7,30 @@ import type { WebhookTarget } from './webhooks'
 /** How long an alert other than a calendar period's threshold is kept for the next start (a runaway agent's). */
 const KEEP_OTHER_MS = 3600_000
 
+/**
+ * PostgreSQL: the claim (../claims.ts) an alert kept here is sent under: its row's ids (this
+ * build's name, then the old builds' when it differs) and, once won, the token this instance
+ * wrote there; no token: sent with the database not answering (`unasked`), not claimed yet.
+ */
+export interface KeptClaim {
+  ids: string[]
+  token?: string
+}
+
 /** One alert not delivered to one webhook by a shutdown, to send at the next start. */
 export interface Unsent {
   id: string
   target: WebhookTarget
   payload: OutboundAlert
+  claim?: KeptClaim
+}
+
+/** An alert taken out of the outbox to send (until `until`, when it goes stale), with the claim it was kept with. */
+export interface Taken {
+  target: WebhookTarget
+  payload: OutboundAlert
+  until: number
+  claim?: KeptClaim
 }
 
 const hashed = (format: string, url: string) => createHash('sha256').update(`${format} ${url}`).digest('hex')
@@ -51,18 +70,21 @@ function untilOf(payload: OutboundAlert, now: number): number {
  * not reset: those a shutdown left undelivered (a retry still waiting, an attempt under way the
  * webhook then refused), and those of a process killed outright (a crash, SIGKILL, power lost).
  * Without it they were lost: a threshold was kept as announced, so the next start never sent it.
- * On PostgreSQL a threshold's is kept here while its claim stands (./claims.ts): a shutdown lets
- * the claim go and deletes it here, a process killed outright leaves both, so only this
- * instance's next start sends it.
+ * On PostgreSQL a threshold's is kept here while its claim stands (./claims.ts), with that claim
+ * (`KeptClaim`): a shutdown lets the claim go and deletes it here, a process killed outright
+ * leaves both, so only this instance's next start sends it, under that claim while it is still its
+ * own (one sent unasked, claimed then). Sent with no claim, one sent unasked went twice (from here
+ * and claimed by the start's read of the crossing back), and one refused to the last never let its
+ * claim go for an instance standing by.
  */
 export class AlertOutbox {
   constructor(private readonly db: Database.Database) {}
 
   keep(unsent: readonly Unsent[], now = Date.now()): void {
     if (unsent.length === 0) return
-    const insert = this.db.prepare('INSERT OR REPLACE INTO alert_outbox (id, target, body, until) VALUES (@id, @target, @body, @until)')
+    const insert = this.db.prepare('INSERT OR REPLACE INTO alert_outbox (id, target, body, until, claim) VALUES (@id, @target, @body, @until, @claim)')
     this.db.transaction(() => {
-      for (const u of unsent) insert.run({ id: u.id, target: targetId(u.target), body: JSON.stringify(u.payload), until: untilOf(u.payload, now) })
+      for (const u of unsent) insert.run({ id: u.id, target: targetId(u.target), body: JSON.stringify(u.payload), until: untilOf(u.payload, now), claim: u.claim ? JSON.stringify(u.claim) : null })
     })()
   }
 
@@ -76,19 +98,20 @@ export class AlertOutbox {
   }
 
   /** The alerts kept for the webhooks of `targets`, taken out of the outbox (those of other webhooks, or too old, go too: all of them when `targets` is empty). */
-  take(targets: readonly WebhookTarget[], now = Date.now()): { target: WebhookTarget; payload: OutboundAlert }[] {
+  take(targets: readonly WebhookTarget[], now = Date.now()): Taken[] {
     const byId = new Map([...targets.flatMap((t) => legacyTargetIds(t).map((id) => [id, t] as const)), ...targets.map((t) => [targetId(t), t] as const)])
     return this.db.transaction(() => {
-      const rows = this.db.prepare('SELECT target, body, until FROM alert_outbox').all() as { target: string; body: string; until: number }[]
+      const rows = this.db.prepare('SELECT target, body, until, claim FROM alert_outbox').all() as { target: string; body: string; until: number; claim: string | null }[]
       // Every row goes, those of webhooks no longer configured (none: all removed) and stale ones too;
       // an empty outbox (nearly every start) is not written to.
       if (rows.length > 0) this.db.prepare('DELETE FROM alert_outbox').run()
-      const out: { target: WebhookTarget; payload: OutboundAlert }[] = []
+      const out: Taken[] = []
       for (const r of rows) {
         const target = byId.get(r.target)
         if (!target || !(r.until > now)) continue
         try {
-          out.push({ target, payload: JSON.parse(r.body) as OutboundAlert })
+          const payload = JSON.parse(r.body) as OutboundAlert
+          out.push(r.claim === null ? { target, payload, until: r.until } : { target, payload, until: r.until, claim: JSON.parse(r.claim) as KeptClaim })
         } catch {
           // not what this wrote: dropped
         }

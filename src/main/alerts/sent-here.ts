@@ -27,6 +27,13 @@ export class SentHere {
     this.sent.set(id, { at: now, until })
   }
 
+  /** Notes claim `id` of an alert a kill left (../outbox.ts), being sent again by this start, until `until`. */
+  hold(id: string, until: number, now = Date.now()): void {
+    this.prune(now)
+    if (this.sent.size >= MAX_SENT) this.sent.clear()
+    this.sent.set(id, { at: now, until })
+  }
+
   /** Forgets a crossing noted as it was claimed, once the claim is lost (another instance sends it). */
   forget(id: string): void {
     this.sent.delete(id)

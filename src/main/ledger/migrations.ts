@@ -384,6 +384,14 @@ export const MIGRATIONS: Migration[] = [
     description: 'the calls of a subscription plan by time: the dashboard\'s average cost per call is over the others (billed per token), counted without reading them',
     up: (db) => db.exec(PLAN_CALLS_INDEX),
   },
+  {
+    version: 33,
+    description: 'the PostgreSQL claim of a webhook alert kept for the next start: sent by it only while that claim is still this instance\'s',
+    up: (db) => {
+      // `claim`: JSON {ids, token?} (../alerts/outbox.ts KeptClaim); NULL: not claimed (SQLite, a runaway alert).
+      if (!hasColumn(db, 'alert_outbox', 'claim')) db.exec('ALTER TABLE alert_outbox ADD COLUMN claim TEXT')
+    },
+  },
 ]
 
 /**
