@@ -5,7 +5,7 @@ import { AlertClaims, claimId, type HeldClaim, keptClaim, legacyClaimId } from '
 import type { Feature, ServerContext } from '../server/context'
 import { AlertOutbox, type KeptClaim, type Taken, type Unsent } from './outbox'
 import { type OutboundAlert, runawayPayload, testPayload, thresholdAlertId, thresholdPayload } from './payload'
-import { type Delivery, type WebhookTarget, WebhookSender } from './webhooks'
+import { CLOSE_WAIT_MS, type Delivery, type WebhookTarget, WebhookSender } from './webhooks'
 import { SentHere } from './sent-here'
 import { ClaimStandby, deliveryMs } from './handover'
 import { LateClaims } from './late-claims'
@@ -83,13 +83,15 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const unasked = new WeakSet<Delivery>()
   // Their claims, asked again until the database answers: written, another instance reading the
   // crossing back finds it sent. Won while the delivery goes on, the claim is its own as any
-  // (let go at shutdown, settled or let go as it ends); won after, settled or let go at once.
+  // (let go at shutdown, settled or let go as it ends; so while the server closes, which waits for
+  // the ask under way); won after, settled or let go at once.
   let closing = false
   const late = claims
     ? new LateClaims(claims, (d) => d.status === 'failed' && !webhooks.mayHaveReached(d), (d, held) => {
-      if (d.status === 'pending' && !closing) {
+      if (d.status === 'pending') {
         claimOf.set(d, held)
         unasked.delete(d)
+        if (closing) return
         // Kept with its token now: killed before it is delivered, the next start sends it under it.
         const u = made.get(d)
         if (u) {
@@ -205,7 +207,7 @@ export function alertsOf(ctx: ServerContext): Alerts {
   ctx.onClose(async () => {
     closing = true
     standby?.close()
-    late?.close()
+    const asking = late?.close()
     const dropped = await webhooks.close()
     // Those not sent stay for the next start, but those whose claim is let go below (another
     // instance, or the next start, claims and sends them) and those sent unasked (the next start
@@ -219,6 +221,8 @@ export function alertsOf(ctx: ServerContext): Alerts {
       ctx.log.warn(`alerts: could not keep the alerts left undelivered for the next start: ${(err as Error).message}`)
     }
     if (!claims) return
+    // A late claim won meanwhile is let go or settled with the rest (the ask waited for as an attempt is).
+    await Promise.race([asking, new Promise((r) => setTimeout(r, CLOSE_WAIT_MS).unref())])
     await Promise.allSettled([...claiming])
     await claims.release([...unsent, ...dropped.flatMap((d) => claimOf.get(d) ?? [])])
   })

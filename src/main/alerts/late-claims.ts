@@ -26,7 +26,8 @@ interface Late {
 export class LateClaims {
   private readonly waiting = new Map<Delivery, Late>()
   private timer: ReturnType<typeof setTimeout> | null = null
-  private running = false
+  /** The round under way, if any. */
+  private running: Promise<void> | null = null
   private closed = false
 
   constructor(
@@ -44,23 +45,30 @@ export class LateClaims {
     this.schedule()
   }
 
-  /** Stops asking (the server's close). A claim a round under way wins is adopted still (settled or let go there). */
-  close(): void {
+  /**
+   * Stops asking (the server's close). A claim a round under way wins is adopted still, by then
+   * the server's close's to let go or settle: it waits for the promise returned, which ends with
+   * that round. Not waited for, a claim won after the close had let its claims go stood, held by
+   * no running instance, and the alert was sent by none.
+   */
+  close(): Promise<void> {
     this.closed = true
     this.waiting.clear()
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
+    return this.running ?? Promise.resolve()
   }
 
   private schedule(): void {
     if (this.timer || this.running || this.closed || this.waiting.size === 0) return
     this.timer = setTimeout(() => {
       this.timer = null
-      this.running = true
-      void this.round().finally(() => {
-        this.running = false
-        this.schedule()
-      })
+      this.running = this.round()
+        .catch(() => {})
+        .finally(() => {
+          this.running = null
+          this.schedule()
+        })
     }, LATE_CLAIM_MS)
     this.timer.unref?.()
   }
