@@ -41,10 +41,23 @@ export const SETTLING_OWNER = 'settling:'
 /** Thrown to roll back a claim whose old builds' name another instance holds (`legacyClaimId`). */
 const LOST_TO_OLD_BUILD = new Error('claimed under the old builds\' name')
 
-/** `@rearm_s`: how long ago (seconds) the last claim must have been for this one to win again; null: never. */
-const CLAIM_SQL = `INSERT INTO alert_claims (id, owner) VALUES (@id, @owner)
-  ON CONFLICT (id) DO UPDATE SET claimed_at = now(), owner = EXCLUDED.owner
-    WHERE @rearm_s::float8 IS NOT NULL AND alert_claims.claimed_at < now() - @rearm_s::float8 * interval '1 second'
+/** How often an instance says it is alive (`alive_at`) on the claims it holds, while it holds any. */
+export const ALIVE_MS = 5_000
+/**
+ * A claim whose holder has not said it is alive for this long is its instance's killed outright (a
+ * crash, SIGKILL, the machine lost): free to take over. Stood by for until it aged out (about 27
+ * minutes with the defaults), the alert was sent by no instance unless that one started again.
+ */
+export const DEAD_AFTER_S = 30
+
+/**
+ * `@rearm_s`: how long ago (seconds) the last claim must have been for this one to win again; null:
+ * never, but from a holder of this build dead for DEAD_AFTER_S (an old build's, with no `alive_at`, never).
+ */
+const CLAIM_SQL = `INSERT INTO alert_claims (id, owner, alive_at) VALUES (@id, @owner, now())
+  ON CONFLICT (id) DO UPDATE SET claimed_at = now(), owner = EXCLUDED.owner, alive_at = now()
+    WHERE (@rearm_s::float8 IS NOT NULL AND alert_claims.claimed_at < now() - @rearm_s::float8 * interval '1 second')
+      OR (left(alert_claims.owner, ${SETTLING_OWNER.length}) = '${SETTLING_OWNER}' AND alert_claims.alive_at < now() - ${DEAD_AFTER_S} * interval '1 second')
   RETURNING id`
 
 /**
@@ -58,8 +71,44 @@ const CLAIM_SQL = `INSERT INTO alert_claims (id, owner) VALUES (@id, @owner)
  */
 export class AlertClaims {
   private lastCleanup = 0
+  /** The claims this instance holds (won, not yet let go nor settled), by token: said alive every ALIVE_MS. */
+  private readonly holding = new Map<string, HeldClaim>()
+  private alive: ReturnType<typeof setTimeout> | null = null
+  private closed = false
 
   constructor(private readonly store: SqlStore) {}
+
+  private hold(c: HeldClaim): void {
+    if (this.closed) return
+    this.holding.set(c.token, c)
+    if (this.alive) return
+    this.alive = setTimeout(() => {
+      const held = [...this.holding.values()]
+      const ids = held.flatMap((h) => [h.id, ...(h.legacy ? [h.legacy] : [])])
+      const tokens = held.map((h) => h.token)
+      void this.store.run('UPDATE alert_claims SET alive_at = now() WHERE id = ANY(@ids::text[]) AND owner = ANY(@tokens::text[])', { ids, tokens })
+        .catch(() => {})
+        .finally(() => {
+          this.alive = null
+          const next = [...this.holding.values()][0]
+          if (next) this.hold(next)
+        })
+    }, ALIVE_MS)
+    this.alive.unref?.()
+  }
+
+  /**
+   * Stops saying this instance is alive (the server's close, once it has let go the claims of the
+   * alerts it dropped) and settles the claims it holds still: an attempt cut there (the webhook may
+   * have taken it) is sent by no instance, as before; held on, it would be taken over as a dead
+   * instance's and sent again.
+   */
+  async close(): Promise<void> {
+    this.closed = true
+    if (this.alive) clearTimeout(this.alive)
+    this.alive = null
+    await this.settle([...this.holding.values()])
+  }
 
   /**
    * `won`: this instance holds the claim (its row, with the token `held` names), and sends the
@@ -83,13 +132,15 @@ export class AlertClaims {
     const held: HeldClaim = legacy === id ? { id, token: kept.token } : { id, legacy, token: kept.token }
     try {
       await ensurePostgresSchema(this.store)
-      const rows = await this.store.all('SELECT id FROM alert_claims WHERE id = ANY(@ids::text[]) AND owner = @token', { ids: kept.ids, token: kept.token })
-      return rows.length === new Set(kept.ids).size ? { result: 'won', held } : { result: 'lost' }
+      // Said alive again (it was not while the instance was down): taken over meanwhile, it is not its own.
+      const rows = await this.store.all('UPDATE alert_claims SET alive_at = now() WHERE id = ANY(@ids::text[]) AND owner = @token RETURNING id', { ids: kept.ids, token: kept.token })
+      if (rows.length !== new Set(kept.ids).size) return { result: 'lost' }
     } catch {
-      // Not asked: as far as this instance knows it holds it still (only its holder lets a claim go),
-      // and it is settled or let go by its token as any, which leaves another instance's row be.
-      return { result: 'won', held }
+      // Not asked: as far as this instance knows it holds it still, and it is settled or let go by
+      // its token as any, which leaves another instance's row be.
     }
+    this.hold(held)
+    return { result: 'won', held }
   }
 
   private async claimAs(id: string, legacy: string, rearm: number | null): Promise<Claim> {
@@ -111,6 +162,7 @@ export class AlertClaims {
           throw err
         })
       this.cleanup()
+      if (won) this.hold(held)
       return won ? { result: 'won', held } : { result: 'lost' }
     } catch {
       return { result: 'unasked' }
@@ -129,6 +181,7 @@ export class AlertClaims {
    * by its id alone, it was deleted, and the next start to read the crossing back sent it again.
    */
   async release(claims: readonly HeldClaim[]): Promise<void> {
+    for (const c of claims) this.holding.delete(c.token)
     for (const c of claims) {
       for (const id of [c.id, ...(c.legacy ? [c.legacy] : [])]) await this.store.run('DELETE FROM alert_claims WHERE id = @id AND owner = @token', { id, token: c.token }).catch(() => {})
     }
@@ -140,6 +193,7 @@ export class AlertClaims {
    * crossing was sent), held by no instance, as a row claimed before claims had owners is.
    */
   async settle(claims: readonly HeldClaim[]): Promise<void> {
+    for (const c of claims) this.holding.delete(c.token)
     for (const c of claims) {
       for (const id of [c.id, ...(c.legacy ? [c.legacy] : [])]) await this.store.run('UPDATE alert_claims SET owner = NULL WHERE id = @id AND owner = @token', { id, token: c.token }).catch(() => {})
     }
@@ -147,21 +201,24 @@ export class AlertClaims {
 
   /**
    * Where claims another instance won stand (./handover.ts), in one query: `free`, let go (its
-   * delivery failed, the webhook never took it; or a shutdown); `done`, its alert done with
-   * (`settle`), claimed longer ago than a delivery can take (`waitMs`: sent, or its instance
-   * killed and its own next start sends it), or held by a build that never settles nor lets go
+   * delivery failed, the webhook never took it; or a shutdown), or its holder dead (not said alive
+   * for DEAD_AFTER_S: killed outright), to take over; `done`, its alert done with
+   * (`settle`), claimed longer ago than a delivery can take (`waitMs`: sent), or held by a build
+   * that never settles nor lets go
    * (its token without SETTLING_OWNER); `held`, its delivery under way. Throws when the database
    * cannot be asked.
    */
   async standing(ids: readonly string[], waitMs: number): Promise<Map<string, 'free' | 'done' | 'held'>> {
     const out = new Map<string, 'free' | 'done' | 'held'>(ids.map((id) => [id, 'free']))
     if (ids.length === 0) return out
-    const rows = await this.store.all<{ id: string; done: boolean }>(
-      `SELECT id, (owner IS NULL OR left(owner, ${SETTLING_OWNER.length}) <> @mark OR claimed_at < now() - @wait_s::float8 * interval '1 second') AS done
+    const rows = await this.store.all<{ id: string; state: 'free' | 'done' | 'held' }>(
+      `SELECT id, CASE WHEN owner IS NULL OR left(owner, ${SETTLING_OWNER.length}) <> @mark THEN 'done'
+          WHEN alive_at < now() - ${DEAD_AFTER_S} * interval '1 second' THEN 'free'
+          WHEN claimed_at < now() - @wait_s::float8 * interval '1 second' THEN 'done' ELSE 'held' END AS state
         FROM alert_claims WHERE id = ANY(@ids::text[])`,
       { ids: [...ids], mark: SETTLING_OWNER, wait_s: waitMs / 1000 },
     )
-    for (const r of rows) out.set(r.id, r.done ? 'done' : 'held')
+    for (const r of rows) out.set(r.id, r.state)
     return out
   }
 

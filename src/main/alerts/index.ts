@@ -225,6 +225,7 @@ export function alertsOf(ctx: ServerContext): Alerts {
     await Promise.race([asking, new Promise((r) => setTimeout(r, CLOSE_WAIT_MS).unref())])
     await Promise.allSettled([...claiming])
     await claims.release([...unsent, ...dropped.flatMap((d) => claimOf.get(d) ?? [])])
+    await claims.close()
   })
   const a = { webhooks, standingBy: () => standby?.size ?? 0 }
   installed.set(ctx, a)

@@ -437,6 +437,12 @@ export const PG_MIGRATIONS: PgMigration[] = [
       'CREATE INDEX IF NOT EXISTS budget_settled_owed_key ON budget_settled (api_key_hash, at) WHERE owed',
     ],
   },
+  {
+    version: 26,
+    description: 'an alert claim says when its holder last said it is alive: the claim of an instance killed outright is taken over by one standing by, not stood by for until it ages out',
+    // Nullable with no default: a catalog change only. Rows without it (old builds') are never taken over so.
+    sql: 'ALTER TABLE alert_claims ADD COLUMN IF NOT EXISTS alive_at TIMESTAMPTZ',
+  },
 ]
 
 /**
