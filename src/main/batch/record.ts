@@ -64,7 +64,7 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
    * file read again holds the same requests in the same order).
    */
   const storeRetrying = async (set: HeldSet) => {
-    const total: StoreStats = { imported: 0, updated: 0, superseded: 0, matched: 0, duplicates: 0, expired: 0, cost_usd: 0 }
+    const total: StoreStats = { imported: 0, updated: 0, reclassed: 0, superseded: 0, matched: 0, duplicates: 0, expired: 0, cost_usd: 0 }
     let from = 0
     for (let i = 0; ; i++) {
       try {

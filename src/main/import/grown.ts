@@ -1,5 +1,6 @@
 import { feedIdOf } from '../budgets/feed/publish'
 import type { SpendMover } from '../budgets/state/pg/call-spend'
+import { emptyUsage } from '../metering/usage'
 import { CostMoves } from '../pricing/moves'
 import type { Pricer } from '../pricing/price'
 import { lockedRead, SET_USAGE, tokensGained, usageParams } from '../pricing/usage-taken'
@@ -31,6 +32,8 @@ export interface Grown {
  * and by one request less, so the answer is the proxy's, counted once; its row stays, naming the
  * proxy's (a team server may hold it: the revision sends it again, at 0). Its import keys are
  * then the proxy's call's (`superseded`).
+ * An imported call stored as money that a later line of its log names a plan's is re-classed
+ * (LoggedCall.reclass, `reclassed`: reclass below).
  * Resolves to the moves, to publish once committed (null: nothing moved).
  */
 export async function completeImported(
@@ -41,11 +44,14 @@ export async function completeImported(
   moveSpend?: SpendMover,
   /** SQLite: leaves a notice of each move in the same transaction, for a server beside (../ledger/notices.ts); `requests` -1: superseded. */
   noticeMoved?: (id: number, delta: number, requests?: number) => void,
-): Promise<{ moves: CostMoves; updated: number; delta: number; superseded: Superseded[] } | null> {
+  /** SQLite: the same, of a call re-classed (./grown.ts reclass): its money `delta` leaves, counted under provider `was`. */
+  noticeReclassed?: (id: number, delta: number, was: string) => void,
+): Promise<{ moves: CostMoves; updated: number; reclassed: number; delta: number; superseded: Superseded[] } | null> {
   if (grown.length === 0) return null
   const out = await store.transaction(async (tx) => {
     const moves = await CostMoves.in(tx)
     let updated = 0
+    let reclassed = 0
     let delta = 0
     const superseded: Superseded[] = []
     for (const { id, call: c } of grown) {
@@ -64,6 +70,15 @@ export async function completeImported(
         continue
       }
       const u = c.usage
+      if (c.reclass && c.billing === 'subscription' && row.billing !== 'subscription') {
+        const moved = await reclass(tx, row, c, pricer, moves)
+        if (moved === null) continue
+        reclassed++
+        delta += moved.cost - row.cost_usd
+        // Its money leaves a server's beside under the provider it was counted by.
+        if (row.cost_usd !== 0) noticeReclassed?.(id, -row.cost_usd, row.provider)
+        continue
+      }
       // Larger as the log reader measures an answer's lines (its largest usage is the answer's).
       if (u.input_tokens + u.output_tokens <= row.input_tokens + row.output_tokens) continue
       // Priced at the call's recorded time, as it was when first imported.
@@ -81,7 +96,36 @@ export async function completeImported(
     }
     // PostgreSQL: the other instances move their meters and today's spend too (the calls feed).
     await moves.apply(tx, { shared: moveSpend, feedId: tx.dialect === 'postgres' ? feedIdOf(store) : undefined })
-    return { moves, updated, delta, superseded }
+    return { moves, updated, reclassed, delta, superseded }
   })
-  return out.updated > 0 || out.superseded.length > 0 ? out : null
+  return out.updated > 0 || out.reclassed > 0 || out.superseded.length > 0 ? out : null
 }
+
+/**
+ * Imported call `row` (read back in `tx`, locked on PostgreSQL), stored as money, is a plan's, as
+ * a later line of its log says (LoggedCall.reclass): it takes the plan's provider and billing, and
+ * the log's usage should it have grown, priced at the call's recorded time, as a first read of the
+ * whole log stores it. Everything that counted it moves from what it was to what it is
+ * (CostMoves.reclass): its money leaves the spend, its API-equivalent value is the plan's. Resolves
+ * to its cost now, or null when nothing changed (another writer changed the row since it was read,
+ * or the log's usage is smaller than the row's: the row is left as it is).
+ */
+async function reclass(tx: SqlStore, row: ImportedRow, c: LoggedCall, pricer: Pricer, moves: CostMoves): Promise<{ cost: number } | null> {
+  const u = c.usage
+  if (u.input_tokens + u.output_tokens < row.input_tokens + row.output_tokens) return null
+  const p = c.model ? pricer.price(c.pricingId, c.provider, c.model, u, new Date(row.ts)) : { cost_usd: 0, priced: false }
+  const changed = await tx.run(
+    `UPDATE calls SET ${SET_USAGE}, provider = @provider, billing = @billing
+      WHERE id = @id AND billing = @wasBilling AND provider = @wasProvider AND input_tokens = @wasInput AND output_tokens = @wasOutput AND cost_usd = @wasCost`,
+    {
+      id: row.id, ...usageParams(u, p.cost_usd, p.priced), provider: c.provider, billing: 'subscription',
+      wasBilling: row.billing, wasProvider: row.provider, wasInput: row.input_tokens, wasOutput: row.output_tokens, wasCost: row.cost_usd,
+    },
+  )
+  if (changed === 0) return null
+  const was = { ...row, source: 'import' }
+  moves.reclass(was, row.cost_usd, tokensGained(row, emptyUsage()), { ...was, provider: c.provider, billing: 'subscription' }, p.cost_usd, tokensGained(NO_TOKENS, u))
+  return { cost: p.cost_usd }
+}
+
+const NO_TOKENS = { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0 }

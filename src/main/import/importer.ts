@@ -71,7 +71,7 @@ interface ImportBase {
 }
 
 /** What storing calls counted (ImportStats' counts of calls). */
-export type StoreStats = Pick<ImportStats, 'imported' | 'updated' | 'superseded' | 'matched' | 'duplicates' | 'expired' | 'cost_usd'>
+export type StoreStats = Pick<ImportStats, 'imported' | 'updated' | 'reclassed' | 'superseded' | 'matched' | 'duplicates' | 'expired' | 'cost_usd'>
 
 /**
  * Stores calls known from elsewhere than a proxied call's own answer (a Batch API's requests,
@@ -80,7 +80,7 @@ export type StoreStats = Pick<ImportStats, 'imported' | 'updated' | 'superseded'
  * `onCall`, with their rollups.
  */
 export async function storeCalls(db: Database.Database, calls: LoggedCall[], opts: WriteOptions): Promise<StoreStats> {
-  const stats: StoreStats = { imported: 0, updated: 0, superseded: 0, matched: 0, duplicates: 0, expired: 0, cost_usd: 0 }
+  const stats: StoreStats = { imported: 0, updated: 0, reclassed: 0, superseded: 0, matched: 0, duplicates: 0, expired: 0, cost_usd: 0 }
   await opts.pricer.ready()
   await writerFor(db, opts).write(calls, opts, stats)
   return stats
@@ -124,6 +124,11 @@ export interface ImportStats {
    */
   updated: number
   /**
+   * Calls imported before as money that a later line of their log names a plan's (a Codex session
+   * whose plan an event after them named): now plan usage, as a first read stores them (./grown.ts).
+   */
+  reclassed: number
+  /**
    * Calls imported before whose answer the proxy has recorded since (imported while it still
    * streamed): set to 0 tokens and $0, the proxy's record being the answer's (./grown.ts).
    */
@@ -155,7 +160,7 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
   const now = opts.now ?? Date.now()
   const roots = opts.paths?.length ? opts.paths : source.defaultRoots(opts.env ?? process.env, opts.home ?? (await import('node:os')).homedir())
   const stats: ImportStats = {
-    agent: opts.agent, roots, missing: [], unreadable: [], files: 0, unchanged: 0, imported: 0, updated: 0, superseded: 0, matched: 0, duplicates: 0, skipped_lines: 0, deferred: 0, expired: 0, cost_usd: 0,
+    agent: opts.agent, roots, missing: [], unreadable: [], files: 0, unchanged: 0, imported: 0, updated: 0, reclassed: 0, superseded: 0, matched: 0, duplicates: 0, skipped_lines: 0, deferred: 0, expired: 0, cost_usd: 0,
   }
   // Every call is priced as it is stored.
   await opts.pricer.ready()

@@ -48,6 +48,14 @@ export interface LoggedCall {
    */
   billing?: CallBilling
   /**
+   * The log names the call a plan's (`billing: "subscription"`) by its own session's events: a
+   * call stored before as money (read before a later event of its rollout named the plan) takes
+   * the plan's provider and billing, as a first read of the whole log stores it (./grown.ts). Not
+   * on a call the log copies from another session (a Codex fork's copies of its parent's), nor
+   * ever on a call the proxy recorded.
+   */
+  reclass?: boolean
+  /**
    * Who made it, when that is not the importing agent: a Batch API's requests, read from their
    * results file through the proxy, are the reading call's (its key, tenant, agent, billing),
    * `source: "proxy"`.

@@ -55,14 +55,16 @@ export function twinQuery(c: LoggedCall) {
 export async function complete(
   store: SqlStore, grown: readonly Grown[], opts: WriteOptions, stats: StoreStats, rekey: (s: readonly Superseded[]) => void,
   noticeMoved?: (id: number, delta: number, requests?: number) => void,
+  noticeReclassed?: (id: number, delta: number, was: string) => void,
 ): Promise<void> {
-  const done = await completeImported(store, grown, opts.pricer, opts.store ? opts.moveSpend : undefined, noticeMoved)
+  const done = await completeImported(store, grown, opts.pricer, opts.store ? opts.moveSpend : undefined, noticeMoved, noticeReclassed)
   const superseded = done?.superseded.length ?? 0
-  stats.duplicates += grown.length - (done?.updated ?? 0) - superseded
+  stats.duplicates += grown.length - (done?.updated ?? 0) - (done?.reclassed ?? 0) - superseded
   if (!done) return
   // Once committed: should this write fail, the next read finds the call at 0 and its twin again.
   if (superseded) rekey(done.superseded)
   stats.updated += done.updated
+  stats.reclassed += done.reclassed
   stats.superseded += superseded
   stats.cost_usd += done.delta
   opts.onMoved?.(done.moves)

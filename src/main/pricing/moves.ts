@@ -163,6 +163,32 @@ export class CostMoves {
     }
   }
 
+  /**
+   * Call `was` (its row already updated in the transaction) is now counted as `now`: another
+   * provider or billing (an imported call a later line of its log named a plan's). It leaves what
+   * it was counted by, its cost, tokens and request (`was` at `wasCost` with `wasTokens`, given
+   * negative), and joins what it is counted by now, as folding it afresh counts it: the rollups of
+   * both, the money of either that is money (today's spend, the budgets' meters and spend rows,
+   * each under its own provider). Its key's requests do not move: it is one request of it still.
+   */
+  reclass(was: MovedCall, wasCost: number, wasTokens: TokenChange, now: MovedCall, nowCost: number, nowTokens: TokenChange): void {
+    this.ids.push(was.id)
+    if (was.id <= this.folded) {
+      this.changes.push({ ...costChangeOf(was, -wasCost, wasTokens), requests: -1, source: was.source })
+      this.changes.push({ ...costChangeOf(now, nowCost, nowTokens), requests: 1, source: now.source })
+    }
+    for (const [r, delta, tokens] of [[was, -wasCost, wasTokens], [now, nowCost, nowTokens]] as const) {
+      if ((delta !== 0 || movesTokens(tokens)) && inCallCounters(r)) {
+        this.costs.push({ provider: r.provider, model: r.model, endpoint: r.endpoint ?? '', agent: r.agent, tenant: r.tenant, billing: r.billing, delta, tokens })
+      }
+      if (r.billing === 'subscription' || delta === 0) continue
+      this.spend.push({
+        api_key_hash: r.api_key_hash, ts: r.ts, provider: r.provider, model: r.model, requested_model: r.requested_model, agent: r.agent,
+        tenant: r.tenant, session: r.session, delta,
+      })
+    }
+  }
+
   /** Moves the rollups and, on PostgreSQL, the shared spend rows, in the transaction; numbers the calls' revision. */
   async apply(tx: SqlStore, budgets: SpendTargets): Promise<void> {
     await markRevised(tx, this.ids)

@@ -20,7 +20,9 @@ export type CostChange = Pick<
   tokens?: TokenChange
   /**
    * What its request counts move by: -1 for an imported call the proxy's record of the same
-   * answer superseded (no longer a request; `imported` counts it no more either).
+   * answer superseded (no longer a request; `imported` counts it no more either); -1 and then +1
+   * for a call counted by other groupings now (re-classed, CostMoves.reclass), which a row that
+   * does not exist yet is written with.
    */
   requests?: number
   /** Its source, when `requests` moves: an imported call's also moves the report rows' `imported`. */
@@ -44,6 +46,7 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
   const add = (key: string, table: string, where: string, params: Record<string, unknown>, cols: Record<string, number | undefined>, insert?: Insert) => {
     let e = sums.get(key)
     if (!e) sums.set(key, (e = { table, where, params, cols: new Map(), insert }))
+    else if (insert?.counts) e.insert = insert
     for (const [col, v] of Object.entries(cols)) if (v) e.cols.set(col, (e.cols.get(col) ?? 0) + v)
   }
   const days = await FoldedDays.of(tx)
@@ -53,6 +56,8 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
     const t = c.tokens ?? NO_TOKENS
     if (!c.delta && !c.requests && !t.input_tokens && !t.output_tokens && !t.cache_read_tokens && !t.cache_write_tokens) continue
     const requests = c.requests
+    // A call joining rows (re-classed): a row it is the first of is written, counting it.
+    const joins = requests !== undefined && requests > 0
     const plan = c.billing === 'subscription'
     // Money: a subscription call's cost is its plan value, summed apart (and only in the totals).
     const money = plan ? 0 : c.delta
@@ -73,7 +78,7 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
             reportRowInsert({
               dim, [tier.col]: period, tenant, key, model: c.model, provider: c.provider,
               agent: dim === 'session' ? who.agent : '', project: dim === 'session' ? who.project : '', requests: 0, imported: 0,
-            }),
+            }, joins),
           ),
         )
       }
@@ -108,6 +113,7 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
           'dim = @dim AND bucket = @bucket AND tenant = @tenant AND key = @key AND provider = @provider',
           { dim, bucket, tenant: c.tenant, key, provider },
           { cost_usd: money, ...tokens, requests },
+          joins ? dimRowInsert({ dim, bucket, tenant: c.tenant, key, provider, key_hint: '' }) : undefined,
         )
       }
     })
@@ -134,7 +140,7 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
     for (const [col, v] of cols) params[`d_${col}`] = v
     const changed = await tx.run(`UPDATE ${e.table} SET ${cols.map(([col]) => `${col} = ${col} + @d_${col}`).join(', ')} WHERE ${e.where}`, params)
     if (changed === 0 && e.insert) {
-      const moved = cols.filter(([col]) => !COUNTS.has(col))
+      const moved = e.insert.counts ? cols : cols.filter(([col]) => !COUNTS.has(col))
       if (moved.length > 0) await insertRow(tx, e.table, e.insert, moved)
     }
   }
@@ -167,9 +173,13 @@ async function sessionTimesLeft(tx: SqlStore, s: SessionLeft): Promise<void> {
   await tx.run(`UPDATE dash_session SET first_ts = coalesce((SELECT min(ts) ${SESSION_CALLS} AND ts >= @at), first_ts) WHERE ${where} AND first_ts = @at`, { ...keys, at: s.first })
 }
 
-/** The columns of a report row that a change may find missing, its sums but the changed ones 0. */
+/**
+ * The columns of a report row that a change may find missing, its sums but the changed ones 0;
+ * `counts`: written with the change's requests too (a call joining the row: re-classed).
+ */
 interface Insert {
   values: Record<string, string | number>
+  counts?: boolean
 }
 
 interface Entry {
@@ -185,10 +195,17 @@ const COUNTS = new Set(['requests', 'imported'])
 
 const REPORT_ROW_SUMS = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd']
 
-function reportRowInsert(keys: Record<string, string | number>): Insert {
+function reportRowInsert(keys: Record<string, string | number>, counts = false): Insert {
   const values: Record<string, string | number> = { ...keys }
   for (const s of REPORT_ROW_SUMS) values[s] = 0
-  return { values }
+  return { values, counts }
+}
+
+/** A grouping's row (`dash_dim_*`) a call joining it is the first of, as the writer writes it (its key's hint only on the api_key grouping, which a re-class never leaves). */
+function dimRowInsert(keys: Record<string, string | number>): Insert {
+  const values: Record<string, string | number> = { ...keys, requests: 0 }
+  for (const s of REPORT_ROW_SUMS) values[s] = 0
+  return { values, counts: true }
 }
 
 /**

@@ -22,7 +22,10 @@ import type { LogSource, LoggedCall, Parsed } from '../types'
  * own provider can have `rate_limits: null` throughout). Either makes the session's calls plan
  * usage, recorded as the proxy records them (provider `chatgpt`, `billing: "subscription"`, priced
  * as OpenAI's models: their API-equivalent value), never as API money. Known from the first line,
- * a session being written is never imported as money before a later event names its plan.
+ * a session being written is never imported as money before a later event names its plan; an
+ * older Codex writes no account there, and its calls imported before the event that names the
+ * plan (a session read while being written) are re-classed when a later read finds it
+ * (LoggedCall.reclass).
  */
 export const codex: LogSource = {
   agent: 'codex',
@@ -84,6 +87,8 @@ function providerOf(id: string): { provider: string; pricingId: string } {
 /** One rollout's calls, taken a line at a time. */
 class CodexLog {
   private readonly calls: LoggedCall[] = []
+  /** The calls that are a fork's copies of another thread's (not re-classed by this session's plan: LoggedCall.reclass). */
+  private readonly copies = new Set<LoggedCall>()
   // One session, one login: a plan named by any of its events is every call's (the first event may carry no rate limits).
   private plan = false
   // session_meta named a stored ChatGPT login: the plan's only on Codex's own OpenAI provider (`openai`, or none named).
@@ -154,7 +159,7 @@ class CodexLog {
       this.lastTotal = totalTokens
       this.n++
       const n = totalTokens >= 0 ? totalTokens : `n${this.n}`
-      this.calls.push({
+      const call: LoggedCall = {
         ...this.keysOf(n, ts),
         ts,
         ...this.provider,
@@ -164,7 +169,9 @@ class CodexLog {
         usage,
         response_id: '',
         endpoint: 'responses',
-      })
+      }
+      this.calls.push(call)
+      if (this.isCopyOf(ts)) this.copies.add(call)
     }
   }
 
@@ -187,6 +194,11 @@ class CodexLog {
     return { key: `codex:${this.own}:${n}`, storedAs: [{ key: `codex:${root}:${n}`, session: this.session }] }
   }
 
+  /** Whether a token count logged at `ts` is a fork's copy of a call of another thread (keysOf's copies). */
+  private isCopyOf(ts: number): boolean {
+    return !!this.copied && !!this.own && this.own !== (this.thread || this.fileId) && this.isCopy(ts)
+  }
+
   /** Whether a token count logged at `ts` is one of the copies a fork writes with its copy of its parent's session_meta (below). */
   private isCopy(ts: number): boolean {
     const c = this.copied
@@ -207,6 +219,8 @@ class CodexLog {
       for (const c of this.calls) {
         c.provider = 'chatgpt'
         c.billing = 'subscription'
+        // Its own calls, imported as money before a later event named the plan, are re-classed; a fork's copies are its parent's.
+        if (!this.copies.has(c)) c.reclass = true
       }
     }
     return { calls: this.calls, skipped: skipped + this.untimed }

@@ -1,0 +1,130 @@
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type Database from 'better-sqlite3'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
+import { importLogs } from '../../src/main/import/importer'
+import { INSERT_CALL_SQL, callValues } from '../../src/main/ledger/columns'
+import { openDatabase } from '../../src/main/ledger/db'
+import { Pricer } from '../../src/main/pricing/price'
+import { makeCall } from '../dashboard/seed'
+
+/**
+ * An older Codex writes no ChatGPT account in session_meta, and its session's first token_count
+ * events may carry no rate limits: the plan is named only by a later event. Calls imported before
+ * that event (a session read while being written) were stored as API money; once a later read of
+ * the grown rollout names the plan, they are plan usage, as a first read of the whole rollout
+ * stores them: the dashboard no longer shows money the user never spent.
+ */
+const pricer = new Pricer()
+const T = Date.parse('2026-11-20T10:00:00.000Z')
+const LATER = T + 3_600_000
+const FILE = '2026/11/20/rollout-2026-11-20T10-00-00-abc.jsonl'
+let dir: string
+let db: Database.Database
+const open: Database.Database[] = []
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'burnrate-codex-plan-later-'))
+  db = ledger(join(dir, 'b.db'))
+})
+afterEach(() => {
+  for (const d of open.splice(0)) d.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** A ledger file with its report rollup (`burnrate report`'s days and months) built, in UTC. */
+function ledger(file: string): Database.Database {
+  const d = openDatabase(file)
+  open.push(d)
+  ensureReportZone(d, 'UTC')
+  return d
+}
+
+const usage = (input: number, output: number) => ({ input_tokens: input, cached_input_tokens: 0, output_tokens: output, reasoning_output_tokens: 0, total_tokens: input + output })
+const PLAN = { primary: { used_percent: 3, window_minutes: 300, resets_at: 1790000000 }, secondary: { used_percent: 1, window_minutes: 10080, resets_at: 1790500000 }, plan_type: 'plus' }
+const line = (x: object) => JSON.stringify(x) + '\n'
+const tokenCount = (at: number, total: [number, number], last: [number, number], rateLimits: object | null) =>
+  line({ timestamp: new Date(at).toISOString(), type: 'event_msg', payload: { type: 'token_count', info: {
+    total_token_usage: usage(...total), last_token_usage: usage(...last), model_context_window: 272000 }, rate_limits: rateLimits } })
+
+/** A rollout in `root` of an older Codex: no account in session_meta, two responses whose events carry no rate limits. */
+function rollout(root: string): string {
+  mkdirSync(join(root, '2026/11/20'), { recursive: true })
+  writeFileSync(join(root, FILE),
+    line({ timestamp: new Date(T).toISOString(), type: 'session_meta', payload: { id: 'abc', cwd: '/home/dev/x', originator: 'codex_cli_rs' } }) +
+    line({ timestamp: new Date(T).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/dev/x' } }) +
+    tokenCount(T + 1000, [5000, 400], [5000, 400], null) +
+    tokenCount(T + 9000, [11000, 900], [6000, 500], null))
+  return root
+}
+/** The session's third response, whose event names the plan. */
+const planNamed = (root: string) => appendFileSync(join(root, FILE), tokenCount(T + 20_000, [18000, 1500], [7000, 600], PLAN))
+
+const calls = (d = db) => d.prepare('SELECT provider, billing, cost_usd, source, input_tokens FROM calls ORDER BY ts').all() as any[]
+const ROLLUPS = ['dash_5m', 'dash_hour', 'dash_day', 'dash_dim_hour', 'dash_dim_day', 'dash_session', 'dash_report_day', 'dash_report_month', 'dash_report_session']
+const SUMS = ['requests', 'cost_usd', 'plan_value_usd', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens']
+/**
+ * Every rollup table's rows as the dashboard reads them (a row at 0 requests, $0 and no tokens is
+ * no group: one a call left stays so, as a superseded call's does), sums of money to 12
+ * significant digits (summed in another order, the last bit may differ).
+ */
+function rollups(d: Database.Database): Record<string, unknown[]> {
+  const out: Record<string, unknown[]> = {}
+  for (const t of ROLLUPS) {
+    out[t] = (d.prepare(`SELECT * FROM ${t}`).all() as Record<string, unknown>[])
+      .filter((r) => SUMS.some((k) => r[k] !== undefined && r[k] !== 0))
+      .map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'number' && !Number.isInteger(v) ? Number(v.toPrecision(12)) : v])))
+      .sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1))
+  }
+  return out
+}
+
+describe('a Codex session whose plan a later event names', () => {
+  it("has the calls imported before as plan usage once the grown rollout is read, as a first read of it stores them (no money left, none counted twice)", async () => {
+    const root = rollout(join(dir, 'sessions'))
+    expect(await importLogs(db, { agent: 'codex', paths: [root], pricer, now: LATER })).toMatchObject({ imported: 2 })
+    expect(calls().map((c) => [c.provider, c.billing])).toEqual([['openai', 'api'], ['openai', 'api']])
+
+    planNamed(root)
+    expect(await importLogs(db, { agent: 'codex', paths: [root], pricer, now: LATER })).toMatchObject({ imported: 1, reclassed: 2, duplicates: 0 })
+    const r = calls()
+    expect(r.map((c) => [c.provider, c.billing, c.source, c.input_tokens])).toEqual([
+      ['chatgpt', 'subscription', 'import', 5000], ['chatgpt', 'subscription', 'import', 6000], ['chatgpt', 'subscription', 'import', 7000],
+    ])
+    const value = r.reduce((s, c) => s + c.cost_usd, 0)
+    expect(value).toBeGreaterThan(0)
+    // The dashboard: no money, the three calls' plan value, three requests.
+    const day = db.prepare('SELECT sum(cost_usd) AS money, sum(plan_value_usd) AS plan, sum(requests) AS requests FROM dash_day').get() as any
+    expect(day.money).toBe(0)
+    expect(day.plan).toBeCloseTo(value, 12)
+    expect(day.requests).toBe(3)
+
+    // Every rollup as a first read of the whole rollout into a new ledger has it.
+    const fresh = ledger(join(dir, 'fresh.db'))
+    expect(await importLogs(fresh, { agent: 'codex', paths: [root], pricer, now: LATER })).toMatchObject({ imported: 3 })
+    expect(calls(fresh)).toEqual(r)
+    const now = rollups(db)
+    expect(now.dash_report_day.length).toBeGreaterThan(0)
+    expect(now).toEqual(rollups(fresh))
+
+    // Read again: nothing more moves.
+    planNamed(root)
+    expect(await importLogs(db, { agent: 'codex', paths: [root], pricer, now: LATER })).toMatchObject({ imported: 0, updated: 0, reclassed: 0, duplicates: 3 })
+    expect(rollups(db)).toEqual(rollups(fresh))
+  })
+
+  it('leaves a call the proxy recorded as it was: the proxy saw the key it was sent with', async () => {
+    db.prepare(INSERT_CALL_SQL).run(callValues(makeCall({
+      ts: T + 500, provider: 'openai', billing: 'api', model: 'gpt-5-codex', endpoint: 'responses', agent: 'codex', source: 'proxy',
+      response_id: '', input_tokens: 5000, output_tokens: 400, cost_usd: 0.01,
+    }), []))
+    const root = rollout(join(dir, 'sessions'))
+    expect(await importLogs(db, { agent: 'codex', paths: [root], pricer, now: LATER })).toMatchObject({ matched: 1, imported: 1 })
+    planNamed(root)
+    expect(await importLogs(db, { agent: 'codex', paths: [root], pricer, now: LATER })).toMatchObject({ imported: 1, reclassed: 1 })
+    expect(calls().map((c) => [c.provider, c.billing, c.source, c.cost_usd === 0.01])).toEqual([
+      ['openai', 'api', 'proxy', true], ['chatgpt', 'subscription', 'import', false], ['chatgpt', 'subscription', 'import', false],
+    ])
+  })
+})
