@@ -7,6 +7,7 @@ import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
 import { importLogs } from '../../src/main/import/importer'
 import { INSERT_CALL_SQL, callValues } from '../../src/main/ledger/columns'
 import { openDatabase } from '../../src/main/ledger/db'
+import { CallNotices } from '../../src/main/ledger/notices'
 import { Pricer } from '../../src/main/pricing/price'
 import { makeCall } from '../dashboard/seed'
 
@@ -127,4 +128,51 @@ describe('a Codex session whose plan a later event names', () => {
       ['openai', 'api', 'proxy', true], ['chatgpt', 'subscription', 'import', false], ['chatgpt', 'subscription', 'import', false],
     ])
   })
+})
+
+describe('a Codex session whose plan a later event names, imported by `burnrate import` beside a server on the same file', () => {
+  /** What a server's spend tracker reads of the notices (its own connection): the money it counts, by provider. */
+  function besideServer() {
+    const own = new (db.constructor as typeof Database)(join(dir, 'b.db'))
+    const notices = new CallNotices(own)
+    const money: Record<string, number> = {}
+    const add = (provider: string, usd: number) => void (money[provider] = (money[provider] ?? 0) + usd)
+    notices.read({
+      through: 0,
+      take: (calls) => calls.forEach((c) => c.billing !== 'subscription' && add(c.provider, c.cost_usd)),
+      moved: (moves) => moves.forEach((m) => add(m.provider, m.delta)),
+    })
+    return {
+      money,
+      poll: () => notices.poll(),
+      close: () => {
+        notices.close()
+        own.close()
+      },
+    }
+  }
+  const beside = { agent: 'codex' as const, pricer, now: LATER, announce: true }
+
+  for (const read of ['between the two imports', 'only after both']) {
+    it(`has the money it counted leave it, under the provider it counted it under (notices read ${read})`, async () => {
+      const server = besideServer()
+      try {
+        const root = rollout(join(dir, 'sessions'))
+        expect(await importLogs(db, { ...beside, paths: [root] })).toMatchObject({ imported: 2 })
+        const cost = (db.prepare('SELECT sum(cost_usd) FROM calls').pluck().get() as number)
+        expect(cost).toBeGreaterThan(0)
+        if (read === 'between the two imports') {
+          server.poll()
+          expect(server.money).toEqual({ openai: cost })
+        }
+        planNamed(root)
+        expect(await importLogs(db, { ...beside, paths: [root] })).toMatchObject({ imported: 1, reclassed: 2 })
+        server.poll()
+        expect(Object.keys(server.money)).toEqual(['openai'])
+        expect(server.money.openai).toBeCloseTo(0, 12)
+      } finally {
+        server.close()
+      }
+    })
+  }
 })

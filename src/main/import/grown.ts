@@ -76,7 +76,7 @@ export async function completeImported(
         reclassed++
         delta += moved.cost - row.cost_usd
         // Its money leaves a server's beside under the provider it was counted by.
-        if (row.cost_usd !== 0) noticeReclassed?.(id, -row.cost_usd, row.provider)
+        noticeReclassed?.(id, -row.cost_usd, row.provider)
         continue
       }
       // Larger as the log reader measures an answer's lines (its largest usage is the answer's).

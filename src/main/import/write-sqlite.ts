@@ -119,7 +119,7 @@ export function sqliteWriter(db: Database.Database) {
       const rows = write(calls, opts, stats, grown) as CallRecord[]
       if (opts.onCall) for (const r of rows) opts.onCall(r)
       // A server beside moves its spend and meters by what grew (its notice, with the move).
-      await complete(store, grown, opts, stats, rekey, opts.announce ? notice.moved : undefined)
+      await complete(store, grown, opts, stats, rekey, opts.announce ? notice.moved : undefined, opts.announce ? notice.reclassed : undefined)
     },
   }
 }

@@ -392,6 +392,15 @@ export const MIGRATIONS: Migration[] = [
       if (!hasColumn(db, 'alert_outbox', 'claim')) db.exec('ALTER TABLE alert_outbox ADD COLUMN claim TEXT')
     },
   },
+  {
+    version: 34,
+    description: 'notices of imported calls re-classed as a plan\'s (`burnrate import` beside a running server): their money leaves its spend and budget meters too',
+    up: (db) => {
+      // `was_provider`: a re-classed call's provider before (its money, `delta`, leaves under it); NULL: any other notice.
+      if (!hasColumn(db, 'call_notices', 'was_provider')) db.exec('ALTER TABLE call_notices ADD COLUMN was_provider TEXT')
+      db.exec('CREATE INDEX IF NOT EXISTS call_notices_reclassed ON call_notices (call_id, seq) WHERE was_provider IS NOT NULL')
+    },
+  },
 ]
 
 /**

@@ -16,7 +16,11 @@ import type { CallRecord } from './record'
  * (`requests`, whatever it cost): no longer a request of its key in the readers either, whose
  * last-seen time and tenant become those of the key's newest call left (read with the notice). A new
  * call's notice keeps the cost it was stored with, which is what a reader counts, so a call
- * imported and then grown before a reader reads either notice counts once, grown.
+ * imported and then grown before a reader reads either notice counts once, grown. One stored as
+ * money and re-classed since as a plan's (../import/grown.ts) has a notice of minus its cost under
+ * the provider it was counted by (`was_provider`): its money leaves the readers' spend, and the
+ * notices before it are read as the call was then (that provider, money), so it counts once
+ * whether a reader read them before the re-class or reads them all at once after it.
  *
  * Each reader (the spend tracker, the budget meters) loaded the ledger at some moment and holds
  * every call and move whose notice was written before it (`through`, read in the same read
@@ -58,15 +62,27 @@ export function readWithNotices<T>(db: Database.Database, read: () => T): { valu
  * Writes notices (`burnrate import`), inside the caller's transaction: of a call stored with `cost`,
  * and of a stored call's cost moved by `delta` (and its requests by `requests`: -1, superseded).
  */
-export function noticeWriter(db: Database.Database): { added(callId: number, cost: number): void; moved(callId: number, delta: number, requests?: number): void } {
-  const insert = db.prepare('INSERT INTO call_notices (call_id, cost, delta, requests) VALUES (?, ?, ?, ?)')
+export function noticeWriter(db: Database.Database): {
+  added(callId: number, cost: number): void
+  moved(callId: number, delta: number, requests?: number): void
+  /** A call stored as money, now a plan's: its money `delta` (minus its cost) leaves, counted under provider `was`. */
+  reclassed(callId: number, delta: number, was: string): void
+} {
+  const insert = db.prepare('INSERT INTO call_notices (call_id, cost, delta, requests, was_provider) VALUES (?, ?, ?, ?, ?)')
   return {
-    added: (callId, cost) => void insert.run(callId, cost, null, null),
-    moved: (callId, delta, requests) => void insert.run(callId, null, delta, requests || null),
+    added: (callId, cost) => void insert.run(callId, cost, null, null, null),
+    moved: (callId, delta, requests) => void insert.run(callId, null, delta, requests || null, null),
+    reclassed: (callId, delta, was) => void insert.run(callId, null, delta, null, was),
   }
 }
 
-type NoticeRow = Record<string, unknown> & { seq: number; id: number | null; notice_cost: number | null; notice_delta: number | null; notice_requests: number | null }
+type NoticeRow = Record<string, unknown> & {
+  seq: number; id: number | null; notice_cost: number | null; notice_delta: number | null; notice_requests: number | null
+  /** A re-class's notice: the provider the call's money was counted under. */
+  notice_was: string | null
+  /** The call was re-classed after this notice was written: the provider it had then (its billing was money). */
+  notice_before: string | null
+}
 
 /** A key's newest call still a request (its last-seen time and tenant, as a restart reads them), as ../import/supersede.ts reads it. */
 const LATEST_SQL = 'SELECT ts, tenant FROM calls WHERE api_key_hash = ? AND origin_id IS NULL AND superseded_by IS NULL ORDER BY ts DESC, id DESC LIMIT 1'
@@ -86,7 +102,10 @@ export class CallNotices {
   ) {
     this.next = db.prepare(
       // LEFT JOIN: a notice whose call is gone (retention pruned it meanwhile) is passed over, not read again and again.
-      `SELECT n.seq AS seq, n.cost AS notice_cost, n.delta AS notice_delta, n.requests AS notice_requests, c.id AS id, ${COLUMNS}
+      `SELECT n.seq AS seq, n.cost AS notice_cost, n.delta AS notice_delta, n.requests AS notice_requests, n.was_provider AS notice_was,
+              (SELECT r.was_provider FROM call_notices r WHERE r.call_id = n.call_id AND r.was_provider IS NOT NULL AND r.seq > n.seq
+                ORDER BY r.seq LIMIT 1) AS notice_before,
+              c.id AS id, ${COLUMNS}
          FROM call_notices n LEFT JOIN calls c ON c.id = n.call_id WHERE n.seq > ? ORDER BY n.seq LIMIT ${BATCH}`,
     )
     this.prune = db.prepare('DELETE FROM call_notices WHERE seq <= ?')
@@ -147,10 +166,15 @@ export class CallNotices {
       for (const r of this.readers) {
         const calls: CallRecord[] = []
         const moves: CostAdjustment[] = []
-        for (const row of rows) {
-          if (row.seq <= r.through || row.id === null) continue
+        for (const found of rows) {
+          if (found.seq <= r.through || found.id === null) continue
+          // Written before the call was re-classed: read as the call was then.
+          const row = found.notice_before === null ? found : { ...found, provider: found.notice_before, billing: 'api' }
           const plan = row.billing === 'subscription'
-          if (row.notice_delta === null) calls.push(toRecord(row))
+          if (row.notice_was !== null) {
+            // Re-classed: its money leaves, under the provider it was counted by.
+            if (row.notice_delta) moves.push(toMove({ ...row, provider: row.notice_was }, row.notice_delta))
+          } else if (row.notice_delta === null) calls.push(toRecord(row))
           // No longer a request: moved whatever it cost (a plan's call by no money).
           else if (row.notice_requests) moves.push({ ...toMove(row, plan ? 0 : row.notice_delta), requests: row.notice_requests, latest: latest.get(row.seq) ?? null })
           else if (row.notice_delta !== 0 && !plan) moves.push(toMove(row, row.notice_delta))
