@@ -1,6 +1,6 @@
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import type Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
@@ -126,6 +126,21 @@ describe('a Codex session whose plan a later event names', () => {
     expect(await importLogs(db, { agent: 'codex', paths: [root], pricer, now: LATER })).toMatchObject({ imported: 1, reclassed: 1 })
     expect(calls().map((c) => [c.provider, c.billing, c.source, c.cost_usd === 0.01])).toEqual([
       ['openai', 'api', 'proxy', true], ['chatgpt', 'subscription', 'import', false], ['chatgpt', 'subscription', 'import', false],
+    ])
+  })
+
+  it("re-classes a fork's own calls, not its copies of its parent's: the parent's rollout named no plan", async () => {
+    const root = join(dir, 'sessions')
+    cpSync(resolve(__dirname, '../fixtures/codex-fork/sessions'), root, { recursive: true })
+    const now = Date.parse('2026-11-03T00:00:00Z')
+    expect(await importLogs(db, { agent: 'codex', paths: [root], pricer, now })).toMatchObject({ imported: 3 })
+    // The fork's next response, whose event names the plan.
+    const fork = join(root, '2026/11/02/rollout-2026-11-02T10-02-47-019a4b9f-0a1b-7c2d-9e3f-4a5b6c7d8e90.jsonl')
+    appendFileSync(fork, tokenCount(Date.parse('2026-11-02T10:04:00Z'), [40000, 1500], [11050, 595], PLAN))
+    expect(await importLogs(db, { agent: 'codex', paths: [root], pricer, now })).toMatchObject({ imported: 1, reclassed: 1 })
+    const rows = db.prepare('SELECT session, provider, billing, input_tokens FROM calls ORDER BY ts').all() as any[]
+    expect(rows.map((r) => [r.session.slice(0, 8), r.provider, r.billing, r.input_tokens])).toEqual([
+      ['019a4b1c', 'openai', 'api', 8810], ['019a4b1c', 'openai', 'api', 9650], ['019a4b9f', 'chatgpt', 'subscription', 10490], ['019a4b9f', 'chatgpt', 'subscription', 11050],
     ])
   })
 })
