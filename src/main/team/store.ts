@@ -60,10 +60,22 @@ const HELD_COLUMNS = `id, origin_id, ts, provider, model, api_key_hash, tenant, 
 
 const HELD_SQL = `SELECT ${HELD_COLUMNS} FROM calls WHERE member = @member AND origin_id = @origin_id`
 
-/** A newer revision replaces what may change after a call was recorded: its tokens, cost and flags. */
+/**
+ * A newer revision replaces what may change after a call was recorded: its tokens, cost and flags,
+ * and an imported call's provider and billing (re-classed as a plan's: reclassed below).
+ */
 const REVISE_SQL = `UPDATE calls SET input_tokens = @input_tokens, output_tokens = @output_tokens, cache_read_tokens = @cache_read_tokens,
   cache_write_tokens = @cache_write_tokens, reasoning_tokens = @reasoning_tokens, cost_usd = @cost_usd, priced = @priced,
-  estimated = @estimated, revision = @revision WHERE id = @id`
+  estimated = @estimated, revision = @revision, provider = @provider, billing = @billing WHERE id = @id`
+
+/**
+ * Whether `r` is the member's imported call `held` re-classed as a plan's (its log named the plan
+ * after the call was imported as money: ../import/grown.ts), its provider the plan's: the same
+ * call, not another under a reused id.
+ */
+function reclassed(held: Held, r: CallRecord): boolean {
+  return held.source === 'import' && r.source === 'import' && held.billing !== 'subscription' && r.billing === 'subscription'
+}
 
 /**
  * What a call sent again under an id the member used before is: a newer revision of the same call
@@ -74,7 +86,7 @@ const REVISE_SQL = `UPDATE calls SET input_tokens = @input_tokens, output_tokens
  */
 function judge(held: Held, row: IngestRow): 'revise' | 'duplicate' | 'clash' {
   const r = row.record
-  if (held.ts !== r.ts || held.provider !== r.provider || held.model !== r.model) return 'clash'
+  if (held.ts !== r.ts || held.model !== r.model || (held.provider !== r.provider && !reclassed(held, r))) return 'clash'
   const heldRevision = held.revision ?? 0
   // The same call to the millisecond (another call under a reused id is at another time): with
   // another cost, sent again as first recorded after it was re-priced on the member (the first
@@ -104,9 +116,15 @@ function countedOf(r: CallRecord): Omit<MovedCall, 'id' | 'requested_model'> {
   return { ...r, project: r.project ?? '', member: r.member ?? '', billing: r.billing ?? 'api' }
 }
 
-/** Replaces the held call with its newer revision, and says what that moves in the rollups. */
-async function revise(tx: SqlStore, held: Held, row: IngestRow): Promise<CostChange> {
+/**
+ * Replaces the held call with its newer revision, and says what that moves in the rollups: the
+ * difference, or, re-classed (another provider or billing), the call as held out of them and the
+ * revision into them.
+ */
+async function revise(tx: SqlStore, held: Held, row: IngestRow): Promise<CostChange[]> {
   const r = row.record
+  // Only a re-class moves its provider and billing: any other revision is of what it was recorded as.
+  const re = reclassed(held, r)
   await tx.run(REVISE_SQL, {
     id: held.id,
     input_tokens: r.input_tokens,
@@ -118,13 +136,22 @@ async function revise(tx: SqlStore, held: Held, row: IngestRow): Promise<CostCha
     priced: r.priced ? 1 : 0,
     estimated: r.estimated ? 1 : 0,
     revision: row.revision,
+    provider: re ? r.provider : held.provider,
+    billing: re ? 'subscription' : held.billing,
   })
-  return costChangeOf(held, r.cost_usd - held.cost_usd, {
+  if (re) {
+    const now = countedOf(r)
+    return [
+      { ...costChangeOf(held, -held.cost_usd, { input_tokens: -held.input_tokens, output_tokens: -held.output_tokens, cache_read_tokens: -held.cache_read_tokens, cache_write_tokens: -held.cache_write_tokens }), requests: -1, source: held.source },
+      { ...costChangeOf({ ...held, provider: now.provider, billing: now.billing }, r.cost_usd, { input_tokens: r.input_tokens, output_tokens: r.output_tokens, cache_read_tokens: r.cache_read_tokens, cache_write_tokens: r.cache_write_tokens }), requests: 1, source: held.source },
+    ]
+  }
+  return [costChangeOf(held, r.cost_usd - held.cost_usd, {
     input_tokens: r.input_tokens - held.input_tokens,
     output_tokens: r.output_tokens - held.output_tokens,
     cache_read_tokens: r.cache_read_tokens - held.cache_read_tokens,
     cache_write_tokens: r.cache_write_tokens - held.cache_write_tokens,
-  })
+  })]
 }
 
 /** Folds freshly stored calls into the dashboard's rollups, inside the same transaction. */
@@ -178,7 +205,7 @@ export async function storeIngested(store: SqlStore, rows: readonly IngestRow[],
       const verdict = judge(held, row)
       if (verdict === 'clash') out.clashes.push(row)
       else if (verdict === 'revise') {
-        changes.push(await revise(tx, held, row))
+        changes.push(...(await revise(tx, held, row)))
         const gone = await superseded(tx, row, held)
         if (gone) changes.push(gone)
         out.revised.push(row)
@@ -259,7 +286,7 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
           const verdict = judge(h, r)
           if (verdict === 'clash') clashes.push(r)
           else if (verdict === 'revise') {
-            changes.push(await revise(tx, h, r))
+            changes.push(...(await revise(tx, h, r)))
             const c = await superseded(tx, r, h)
             if (c) changes.push(c)
             revised.push(r)
