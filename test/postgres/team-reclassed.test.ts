@@ -1,0 +1,66 @@
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, expect, it } from 'vitest'
+import { LogWatcher } from '../../src/main/import/watcher'
+import { silentLogger } from '../../src/main/log'
+import { Pricer } from '../../src/main/pricing/price'
+import { migratePostgres } from '../../src/main/storage/postgres-migrations'
+import { eventually, request } from '../support/http'
+import { freePort, usePostgres } from '../support/pg-harness'
+
+/**
+ * A team server on PostgreSQL: a member's Codex calls imported as money before a later event of
+ * their rollout named the plan are re-classed on the member, and their revisions re-class them
+ * there too (../team/reclassed-import.test.ts, on the team server's SQLite file).
+ */
+const ALICE = 'team-token-alice-pg-reclassed-1'
+const h = usePostgres({ upstream: false })
+const home = mkdtempSync(join(tmpdir(), 'burnrate-pg-team-reclassed-'))
+afterAll(() => rmSync(home, { recursive: true, force: true }))
+
+const usage = (input: number, output: number) => ({ input_tokens: input, cached_input_tokens: 0, output_tokens: output, reasoning_output_tokens: 0, total_tokens: input + output })
+const PLAN = { primary: { used_percent: 3, window_minutes: 300, resets_at: 1790000000 }, secondary: { used_percent: 1, window_minutes: 10080, resets_at: 1790500000 }, plan_type: 'plus' }
+const line = (x: object) => JSON.stringify(x) + '\n'
+const tokenCount = (at: number, total: [number, number], last: [number, number], rateLimits: object | null) =>
+  line({ timestamp: new Date(at).toISOString(), type: 'event_msg', payload: { type: 'token_count', info: {
+    total_token_usage: usage(...total), last_token_usage: usage(...last), model_context_window: 272000 }, rate_limits: rateLimits } })
+
+it("a member's Codex calls re-classed as a plan's are plan usage on a team server on PostgreSQL", async () => {
+  const url = h.database()
+  const store = h.store(url)
+  // Its schema made before the team server starts (it migrates a new database in the background).
+  await migratePostgres(store)
+  const port = await freePort()
+  const team = await h.server({ url, config: { timezone: 'UTC', server: { port }, team: { members: [{ name: 'alice', token: ALICE }] } } })
+  const alice = await h.server({ url: null, config: { timezone: 'UTC', import: { watch: false }, team: { url: `http://127.0.0.1:${port}`, token: ALICE, max_backoff_ms: 500 } } })
+  const T = Date.now() - 60_000
+  const folder = join(home, '.codex/sessions/2026/11/20')
+  mkdirSync(folder, { recursive: true })
+  const file = join(folder, 'rollout-2026-11-20T10-00-00-abc.jsonl')
+  writeFileSync(file,
+    line({ timestamp: new Date(T).toISOString(), type: 'session_meta', payload: { id: 'abc', cwd: '/home/alice/x', originator: 'codex_cli_rs' } }) +
+    line({ timestamp: new Date(T).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/alice/x' } }) +
+    tokenCount(T + 1000, [5000, 400], [5000, 400], null) +
+    tokenCount(T + 9000, [11000, 900], [6000, 500], null))
+  const w = new LogWatcher({ db: alice.server.db, ledger: alice.server.ledger, pricer: new Pricer(), log: silentLogger, env: {}, home, settleMs: 0 })
+  expect((await w.runOnce()).find((x) => x.agent === 'codex')).toMatchObject({ imported: 2 })
+  const rows = () => store.all<any>("SELECT provider, billing FROM calls WHERE member = 'alice' ORDER BY ts")
+  // Imported calls wake no sender: it finds them at its idle poll (team/sender.ts IDLE_POLL_MS, 30 s).
+  await eventually(async () => (await rows()).length === 2, 120_000)
+  expect((await request(`${team.url}/api/dashboard/summary`)).json().today_spend_usd).toBeGreaterThan(0)
+  expect((await request(`${alice.url}/api/dashboard/summary`)).json().today_spend_usd).toBeGreaterThan(0)
+
+  appendFileSync(file, tokenCount(T + 20_000, [18000, 1500], [7000, 600], PLAN))
+  expect((await w.runOnce()).find((x) => x.agent === 'codex')).toMatchObject({ imported: 1, reclassed: 2 })
+  await w.stop()
+  await eventually(async () => {
+    const held = await rows()
+    return held.length === 3 && held.every((r) => r.provider === 'chatgpt' && r.billing === 'subscription')
+  }, 30_000)
+  const day = (await store.get<{ money: number; n: number }>('SELECT sum(cost_usd) AS money, sum(requests) AS n FROM dash_day'))!
+  expect([Number(day.money), Number(day.n)]).toEqual([0, 3])
+  expect((await request(`${team.url}/api/dashboard/summary`)).json()).toMatchObject({ today_spend_usd: 0, today_requests: 3 })
+  // The member's own (its watcher imported them in process): no money left today either.
+  expect(Math.abs((await request(`${alice.url}/api/dashboard/summary`)).json().today_spend_usd)).toBeLessThanOrEqual(1e-12)
+})
