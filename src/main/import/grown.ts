@@ -75,7 +75,7 @@ export async function completeImported(
         if (moved === null) continue
         reclassed++
         delta += moved.cost - row.cost_usd
-        // Its money leaves a server's beside under the provider it was counted by.
+        // Its money leaves the spend of a server beside (`burnrate import`), under the provider it was counted by.
         noticeReclassed?.(id, -row.cost_usd, row.provider)
         continue
       }
