@@ -1,11 +1,9 @@
-import { calcPrice } from '@pydantic/genai-prices'
 import { describe, expect, it } from 'vitest'
-import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG } from '../admin/support'
-import { fixture } from '../support/fixtures'
 import { eventually, postJson } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
-import { NANO_FIXTURE, pgBudgetServer } from './support'
+import { BODY, LIMIT, gatedUpstream, sleep, untilPostgresAdmits } from './degraded-support'
+import { pgBudgetServer } from './support'
 
 /**
  * One instance on PostgreSQL with a `reserve: max_tokens` block rule, and PostgreSQL going away
@@ -15,32 +13,13 @@ import { NANO_FIXTURE, pgBudgetServer } from './support'
  * still in flight. Before, each switch forgot them, and the key got its whole limit again.
  */
 const h = usePostgres()
-const MAX_TOKENS = 300
-const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: MAX_TOKENS }
-// The worst case Burnrate reserves: the prompt's bytes / 3 as tokens, plus max_completion_tokens.
-const WORST = calcPrice({ input_tokens: Math.ceil(Buffer.byteLength(JSON.stringify(BODY)) / 3), output_tokens: MAX_TOKENS }, 'gpt-5-nano', { providerId: 'openai' })!.total_price
-const LIMIT = WORST * 10.5
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 const CONFIG = { budgets: { rules: [{ api_key_pattern: 'sk-deg-*', daily_limit_usd: LIMIT, action: 'block', reserve: 'max_tokens' }] }, ...ADMIN_CONFIG }
-
-/** Answers the calls of `held` keys only once `release()` is called; the others at once. */
-function gatedUpstream(held: string) {
-  let release!: () => void
-  const gate = new Promise<void>((r) => (release = r))
-  const body = fixture(NANO_FIXTURE)
-  h.upstream.setResponder(async (req) => {
-    if (String(req.headers.authorization).includes(held)) await gate
-    return { status: 200, headers: { 'content-type': 'application/json' }, body }
-  })
-  const seen = () => h.upstream.requests.filter((r) => String(r.headers.authorization).includes(held)).length
-  return { release, seen }
-}
 
 describe('PostgreSQL away or back while calls are in flight, under a max_tokens block rule', () => {
   it('away: the calls decided in process count the calls PostgreSQL admitted that are still in flight', async () => {
     const a = await pgBudgetServer(h, h.database(), CONFIG)
     const key = 'sk-deg-away-aaaaaaaa-01'
-    const up = gatedUpstream(key)
+    const up = gatedUpstream(h, key)
     const call = () => postJson(`${a.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
     const first = Array.from({ length: 10 }, call)
     await eventually(() => up.seen() === 10, 20_000)
@@ -64,7 +43,7 @@ describe('PostgreSQL away or back while calls are in flight, under a max_tokens 
     const a = await pgBudgetServer(h, db, CONFIG)
     const store = h.store(db)
     const key = 'sk-deg-back-aaaaaaaa-01'
-    const up = gatedUpstream(key)
+    const up = gatedUpstream(h, key)
     const call = (k = key) => postJson(`${a.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${k}` })
     h.pg.stopServer()
     let first: ReturnType<typeof call>[]
@@ -75,13 +54,7 @@ describe('PostgreSQL away or back while calls are in flight, under a max_tokens 
     } finally {
       h.pg.startServer()
     }
-    // Until PostgreSQL admits again: a call of a new key gets a spend row there.
-    let probe = 0
-    await eventually(async () => {
-      const k = `sk-deg-probe-aaaaaaaa-${probe++}`
-      await call(k)
-      return ((await store.get<{ n: number }>('SELECT count(*)::int AS n FROM budget_spend WHERE api_key_hash = @h', { h: hashKey(k) }))?.n ?? 0) > 0
-    }, 30_000)
+    await untilPostgresAdmits(store, call, 'sk-deg-probe-aaaaaaaa-')
     // Refused at once (an admitted one would wait on the held upstream).
     const second = await Promise.race([Promise.all(Array.from({ length: 10 }, () => call())), sleep(15_000).then(() => null)])
     up.release()
