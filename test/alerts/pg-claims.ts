@@ -1,3 +1,5 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { expect } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
 import { hashKey } from '../../src/main/proxy/attribution'
@@ -23,4 +25,21 @@ export async function claimReady(s: ClaimServer, warm: string): Promise<void> {
   expect((await claimCall(s, warm)).status).toBe(200)
   await eventually(async () => (await claimSpent(s, warm)) > 0, 20_000)
   await eventually(() => (budgetsOf(s.server.context).feed?.stats.reloads ?? 0) > 0, 20_000)
+}
+
+/** A webhook that takes each POST while `state.up` (recording its body), and answers 500 otherwise. */
+export async function claimHook(up = true) {
+  const got: any[] = []
+  const state = { up, posts: 0 }
+  const server = http.createServer(async (req, res) => {
+    const parts: Buffer[] = []
+    for await (const c of req) parts.push(c as Buffer)
+    state.posts++
+    if (!state.up) return void res.writeHead(500).end()
+    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
+    res.writeHead(204).end()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
+  return { url, got, state, close: () => new Promise<void>((r) => server.close(() => r())) }
 }

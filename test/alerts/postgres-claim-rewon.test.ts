@@ -1,5 +1,3 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { alertsOf } from '../../src/main/alerts'
 import { budgetsOf } from '../../src/main/budgets'
@@ -8,7 +6,7 @@ import { getJson } from '../dashboard/seed'
 import { eventually } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
 import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
-import { type ClaimServer, claimCall } from './pg-claims'
+import { claimCall, claimHook, type ClaimServer } from './pg-claims'
 
 /**
  * On PostgreSQL a rolling window's claim can be won again once it is old enough (a crossing read
@@ -21,28 +19,11 @@ import { type ClaimServer, claimCall } from './pg-claims'
 
 const h = usePostgres()
 
-/** Takes each POST while `up` (recording its body), answers 500 otherwise. */
-async function hook() {
-  const got: any[] = []
-  const state = { up: true, posts: 0 }
-  const server = http.createServer(async (req, res) => {
-    const parts: Buffer[] = []
-    for await (const c of req) parts.push(c as Buffer)
-    state.posts++
-    if (!state.up) return void res.writeHead(500).end()
-    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
-    res.writeHead(204).end()
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
-  return { url, got, state, close: () => new Promise<void>((r) => server.close(() => r())) }
-}
-
 const thresholdDeliveries = (s: ClaimServer) => alertsOf(s.server.context).webhooks.deliveries().filter((d) => d.type === 'budget.threshold')
 
 describe("a rolling window's claim another instance has won again (PostgreSQL)", () => {
   it('is not let go by the instance that claimed it first: no later start sends the alert again', async () => {
-    const wh = await hook()
+    const wh = await claimHook()
     h.onTeardown(() => wh.close())
     const budgets = { rules: [{ api_key_pattern: 'sk-claim-*', window_hours: 5, window_limit_usd: NANO_COST * 4, action: 'warn', alert_at_pct: [0.5] }] }
     const config = { budgets, alerts: { webhooks: [{ url: wh.url, format: 'json' }], backoff_ms: 60_000, retries: 3 } }

@@ -1,5 +1,3 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
 import { hashKey } from '../../src/main/proxy/attribution'
@@ -7,7 +5,7 @@ import { getJson } from '../dashboard/seed'
 import { eventually } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
 import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
-import { claimCall } from './pg-claims'
+import { claimCall, claimHook } from './pg-claims'
 
 /**
  * On PostgreSQL an instance whose claim of a crossing could not be asked (the query failed) sends
@@ -20,28 +18,11 @@ import { claimCall } from './pg-claims'
 const h = usePostgres()
 const budgets = { rules: [{ api_key_pattern: 'sk-claim-*', daily_limit_usd: NANO_COST * 4, action: 'warn', alert_at_pct: [0.5] }] }
 
-/** Takes each POST while `up` (recording its body), answers 500 otherwise. */
-async function hook() {
-  const got: any[] = []
-  const state = { up: true, posts: 0 }
-  const server = http.createServer(async (req, res) => {
-    const parts: Buffer[] = []
-    for await (const c of req) parts.push(c as Buffer)
-    state.posts++
-    if (!state.up) return void res.writeHead(500).end()
-    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
-    res.writeHead(204).end()
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
-  return { url, got, state, close: () => new Promise<void>((r) => server.close(() => r())) }
-}
-
 const deliveries = async (url: string) => (await getJson(`${url}/api/dashboard/alerts`)).body.deliveries as any[]
 
 describe('a claim that could not be asked (PostgreSQL)', () => {
   it("is not let go at shutdown: the claim another instance won stands, and no later start sends the alert again", async () => {
-    const wh = await hook()
+    const wh = await claimHook()
     h.onTeardown(() => wh.close())
     const config = { budgets, alerts: { webhooks: [{ url: wh.url, format: 'json' }], backoff_ms: 60_000, retries: 3 } }
     const url = h.database()

@@ -1,12 +1,10 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ensurePostgresSchema } from '../../src/main/storage/postgres-migrations'
 import { eventually } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
 import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
-import { claimCall } from './pg-claims'
+import { claimCall, claimHook } from './pg-claims'
 
 /**
  * On PostgreSQL an instance that sent an alert without its claim answered asks for that claim
@@ -20,26 +18,9 @@ import { claimCall } from './pg-claims'
 const h = usePostgres()
 const budgets = { rules: [{ api_key_pattern: 'sk-claim-*', daily_limit_usd: NANO_COST * 4, action: 'warn', alert_at_pct: [0.5] }] }
 
-/** Takes each POST while `up` (recording its body), answers 500 otherwise. */
-async function hook() {
-  const got: any[] = []
-  const state = { up: false, posts: 0 }
-  const server = http.createServer(async (req, res) => {
-    const parts: Buffer[] = []
-    for await (const c of req) parts.push(c as Buffer)
-    state.posts++
-    if (!state.up) return void res.writeHead(500).end()
-    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
-    res.writeHead(204).end()
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
-  return { url, got, state, close: () => new Promise<void>((r) => server.close(() => r())) }
-}
-
 describe('a claim asked again late, won as its instance stops (PostgreSQL)', () => {
   it('is let go by that stop, and the next start sends the alert its retry dropped, once', async () => {
-    const wh = await hook()
+    const wh = await claimHook(false)
     h.onTeardown(() => wh.close())
     const config = { budgets, alerts: { webhooks: [{ url: wh.url, format: 'json' }], backoff_ms: 60_000, retries: 3 } }
     const url = h.database()
