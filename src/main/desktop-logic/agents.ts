@@ -91,6 +91,26 @@ function isLoopbackHost(hostname: string): boolean {
 }
 
 /**
+ * The connected agents that point at this app's own Burnrate (`url`): their record names its
+ * address, or this machine under another loopback name at its port. With `server.host:
+ * localhost` the app serves http://127.0.0.1:8787 while `burnrate connect`, reading the same
+ * config, points agents at http://localhost:8787: the same Burnrate, and they fail once it quits.
+ */
+export function agentsHere<T extends { agent: string; url: string }>(connected: readonly T[], url: string): T[] {
+  const here = new URL(url)
+  return connected.filter((c) => {
+    if (c.url === url) return true
+    let u: URL
+    try {
+      u = new URL(c.url)
+    } catch {
+      return false
+    }
+    return u.protocol === here.protocol && isLoopbackHost(u.hostname) && isLoopbackHost(here.hostname) && (u.pathname === '/' || u.pathname === '') && u.port === here.port
+  })
+}
+
+/**
  * The connected agents that point at this app's own Burnrate at an old port: their record (in this
  * data folder) names plain http on this machine, no path, and another port than `url`'s, as the
  * app's own address does when it had to start elsewhere. An agent pointed at another Burnrate

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { Notification, app } from 'electron'
 import { AgentConnections, ConnectError } from '../connect/connections'
 import type { LastSeen } from '../connect/last-seen'
-import { type QuitChoice, type TrayAgent, confirmText, headlessCommand, movedAgents, movedNotice, notRestoredQuestion, quitQuestion, shouldEnableLogin } from '../desktop-logic/agents'
+import { type QuitChoice, type TrayAgent, agentsHere, confirmText, headlessCommand, movedAgents, movedNotice, notRestoredQuestion, quitQuestion, shouldEnableLogin } from '../desktop-logic/agents'
 import { readJsonFile, writeJsonFile } from '../desktop-logic/json-file'
 import type { SystemNetwork } from '../desktop-logic/system-proxy'
 import type { Logger } from '../log'
@@ -111,7 +111,8 @@ export function agentControls(o: AgentControlsOptions): AgentControls {
       o.changed()
     },
     async beforeQuit() {
-      const connected = o.connections.connected().filter((c) => c.url === o.url)
+      // Also one connected to this Burnrate under another loopback name (localhost for 127.0.0.1).
+      const connected = agentsHere(o.connections.connected(), o.url)
       if (!o.ownServer || connected.length === 0) return true
       const q = quitQuestion(connected.map((c) => nameOf(c.agent)), o.url)
       let choice: QuitChoice = q.choices[await askOnQuit(q)] ?? 'cancel'
