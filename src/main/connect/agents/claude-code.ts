@@ -2,6 +2,7 @@ import { join } from 'node:path'
 import { jsonFormat } from '../formats/json'
 import { anyExists, onPath } from '../paths'
 import type { AgentConnector, ConnectContext } from '../types'
+import { claudeProviderNote } from './claude-provider'
 
 function configDir(ctx: ConnectContext): string {
   return ctx.env.CLAUDE_CONFIG_DIR || join(ctx.home, '.claude')
@@ -32,5 +33,8 @@ export const claudeCode: AgentConnector = {
       ],
     },
   ],
+  // On Amazon Bedrock or Microsoft Foundry it reads neither address: connected all the same, and
+  // said (./claude-provider.ts).
+  bypassNote: claudeProviderNote,
   note: 'Applies to Claude Code sessions started from now on.',
 }

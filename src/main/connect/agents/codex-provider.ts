@@ -14,7 +14,7 @@ const BUILT_IN = new Set(['openai', 'amazon-bedrock', 'ollama', 'lmstudio'])
 const tomlKey = (k: string): string => (/^[A-Za-z0-9_-]+$/.test(k) ? k : JSON.stringify(k))
 
 /** Whether `baseUrl` is an address under this Burnrate's `url` (`http://127.0.0.1:8787/v1`). */
-function underBurnrate(baseUrl: unknown, url: string): boolean {
+export function underBurnrate(baseUrl: unknown, url: string): boolean {
   if (typeof baseUrl !== 'string') return false
   try {
     const b = new URL(baseUrl)
