@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer'
-import { closeSync, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
+import { closeSync, constants, existsSync, fchmodSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 
 /**
@@ -10,13 +10,29 @@ import { dirname, resolve } from 'node:path'
 export function readText(path: string): string | null {
   let bytes: Buffer
   try {
-    bytes = readFileSync(path)
+    bytes = readRegular(path)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw err
   }
   if (!isUtf8(bytes)) throw Object.assign(new Error(`${path} is not UTF-8 text`), { code: 'ENOTUTF8' })
   return bytes.toString('utf8')
+}
+
+/**
+ * The bytes of the regular file at `path` (behind its symlinks). Anything else is refused without
+ * waiting on it: a named pipe (a secrets manager's mounted .env, such as 1Password's) blocks a
+ * read until something writes into it, and the agents' files are read on the main thread, where
+ * the proxy runs: the app, the server and `burnrate connect` would hang, every agent's calls with them.
+ */
+function readRegular(path: string): Buffer {
+  const fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0))
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error('it is not a regular file: a named pipe or a device is not read')
+    return readFileSync(fd)
+  } finally {
+    closeSync(fd)
+  }
 }
 
 /**
@@ -31,7 +47,7 @@ export function readTextOrBytes(path: string): { text: string; latin1: boolean }
     text = readText(path)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOTUTF8') throw err
-    return { text: readFileSync(path).toString('latin1'), latin1: true }
+    return { text: readRegular(path).toString('latin1'), latin1: true }
   }
   return text === null ? null : { text, latin1: false }
 }
