@@ -35,6 +35,16 @@ function readRegular(path: string): Buffer {
   }
 }
 
+/** The file's bytes (behind its symlinks), or null when it does not exist; as readRegular, never waiting on what is not a file. */
+export function readBytes(path: string): Buffer | null {
+  try {
+    return readRegular(path)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw err
+  }
+}
+
 /**
  * readText, but a file that is not UTF-8 is read byte for byte (`latin1`: one character a byte),
  * which writeFileKeepingMode(…, 'latin1') writes back byte for byte: Disconnect takes Burnrate's

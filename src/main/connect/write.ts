@@ -1,7 +1,7 @@
 import type { ConnectPlan, PlannedFileChange } from '../../shared/connect'
 import { createHash } from 'node:crypto'
 import { ConnectError } from './errors'
-import { checkWritable, missingFolders, removeEmptyFolders, removeFile, writeFileKeepingMode } from './files'
+import { checkWritable, missingFolders, readBytes, removeEmptyFolders, removeFile, writeFileKeepingMode } from './files'
 import { processStart } from '../server/data-lock'
 import { tildify } from './paths'
 import type { ConnectionRecord, FileRecord, PendingFile, StateStore } from './state'
@@ -124,6 +124,9 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, records: Re
   const written: FileWork[] = []
   try {
     for (const w of changing) {
+      // Saved meanwhile (the agent writing an "always allow" rule while the backups were synced):
+      // replacing it with the edit of what was read would lose that save.
+      if (!holdsBefore(w)) throw new ConnectError('conflict', `${tildify(to.ctx, w.file.path)} changed while Burnrate was writing it (the agent or an editor saved it just then)`, w.file.path)
       try {
         if (w.after === null) {
           removeFile(w.file.path)
@@ -144,6 +147,17 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, records: Re
     throw failed(err, written)
   }
   for (const name of drop) dropQuietly(to, name)
+}
+
+/** Whether the file still holds the bytes the change was made from (`before`; null: no file). */
+function holdsBefore(w: FileWork): boolean {
+  let now: Buffer | null
+  try {
+    now = readBytes(w.file.path)
+  } catch {
+    return false
+  }
+  return w.before === null ? now === null : now !== null && now.equals(Buffer.from(w.before, w.encoding ?? 'utf8'))
 }
 
 /** Writes `before` back to each written file; the ones that could not be, as shown. */
