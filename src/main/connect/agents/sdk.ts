@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { shellBlockFormat } from '../formats/shell-block'
-import { xdgConfig } from '../paths'
-import type { AgentConnector, ConnectContext } from '../types'
+import { readBytes } from '../files'
+import { tildify, xdgConfig } from '../paths'
+import type { AgentConnector, AgentFile, ConnectContext } from '../types'
 
 /**
  * The profile bash reads as a login shell (macOS's Terminal starts one): the first of
@@ -22,6 +23,30 @@ export function shellProfile(ctx: ConnectContext): { path: string; syntax: 'posi
   if (shell === 'bash') return { path: ctx.platform === 'darwin' ? bashLoginProfile(ctx) : join(ctx.home, '.bashrc'), syntax: 'posix' }
   if (shell === 'fish') return { path: join(xdgConfig(ctx), 'fish', 'conf.d', 'burnrate.fish'), syntax: 'fish' }
   return { path: join(ctx.home, '.profile'), syntax: 'posix' }
+}
+
+/**
+ * Said when zsh is the login shell, ZDOTDIR is not set where Burnrate runs (the app started from
+ * the Dock or a menu gets no shell's variables), and ~/.zshenv, which zsh reads first, sets it to
+ * another folder: zsh then reads that folder's .zshrc, never the ~/.zshrc Burnrate writes, so the
+ * variables are not set in any terminal. Null otherwise.
+ */
+function zdotdirNote(ctx: ConnectContext, f: AgentFile): string | null {
+  if (basename(ctx.env.SHELL ?? '') !== 'zsh' || ctx.env.ZDOTDIR) return null
+  let zshenv: Buffer | null
+  try {
+    zshenv = readBytes(join(ctx.home, '.zshenv'))
+  } catch {
+    return null
+  }
+  const set = zshenv && /^\s*(?:export\s+)?ZDOTDIR=("[^"\n]*"|'[^'\n]*'|\S*)/m.exec(zshenv.toString('utf8'))
+  if (!set) return null
+  const value = set[1].replace(/^(["'])(.*)\1$/, '$2')
+  if (['~', '$HOME', '${HOME}', ctx.home].includes(value.replace(/\/+$/, ''))) return null
+  return (
+    `~/.zshenv sets ZDOTDIR (${value}): zsh reads the .zshrc there, not ${tildify(ctx, f.path)}, where Burnrate writes, so the variables are not set in your terminals. ` +
+    'Connect from a terminal instead (burnrate connect sdk), where ZDOTDIR is set: Burnrate then writes them into that .zshrc.'
+  )
 }
 
 /**
@@ -46,6 +71,8 @@ export const sdk: AgentConnector = {
       },
     ]
   },
+  // A ZDOTDIR set in ~/.zshenv moves zsh's .zshrc where the app (started without it) does not look.
+  bypassNote: zdotdirNote,
   // A profile connected from another login shell: fish's is the only .fish one (shellProfile).
   formatOf: (path) => shellBlockFormat(path.endsWith('.fish') ? 'fish' : 'posix'),
   note: 'Applies to terminals opened from now on; scripts started elsewhere (cron, IDEs) need the variables set there.',
