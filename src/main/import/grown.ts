@@ -44,7 +44,10 @@ export async function completeImported(
   moveSpend?: SpendMover,
   /** SQLite: leaves a notice of each move in the same transaction, for a server beside (../ledger/notices.ts); `requests` -1: superseded. */
   noticeMoved?: (id: number, delta: number, requests?: number) => void,
-  /** SQLite: the same, of a call re-classed (./grown.ts reclass): its money `delta` leaves, counted under provider `was`. */
+  /**
+   * SQLite: the same, of a call re-classed (./grown.ts reclass): its money `delta` leaves, counted
+   * under provider `was` (left by any import: a server's own moves no money, as it moves its spend itself).
+   */
   noticeReclassed?: (id: number, delta: number, was: string) => void,
 ): Promise<{ moves: CostMoves; updated: number; reclassed: number; delta: number; superseded: Superseded[] } | null> {
   if (grown.length === 0) return null

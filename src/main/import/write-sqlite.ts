@@ -118,8 +118,12 @@ export function sqliteWriter(db: Database.Database) {
       const grown: Grown[] = []
       const rows = write(calls, opts, stats, grown) as CallRecord[]
       if (opts.onCall) for (const r of rows) opts.onCall(r)
-      // A server beside moves its spend and meters by what grew (its notice, with the move).
-      await complete(store, grown, opts, stats, rekey, opts.announce ? notice.moved : undefined, opts.announce ? notice.reclassed : undefined)
+      // A server beside moves its spend and meters by what grew (its notice, with the move). A
+      // re-class leaves its notice whoever imports: a server's own watcher moves its spend itself
+      // (the notice moves no money), but the notices of the call written before it, by a `burnrate
+      // import` beside, are still to be read as the call was then (money), not as a plan's.
+      const reclassed = opts.announce ? notice.reclassed : (id: number, _delta: number, was: string) => notice.reclassed(id, 0, was)
+      await complete(store, grown, opts, stats, rekey, opts.announce ? notice.moved : undefined, reclassed)
     },
   }
 }

@@ -20,7 +20,10 @@ import type { CallRecord } from './record'
  * money and re-classed since as a plan's (../import/grown.ts) has a notice of minus its cost under
  * the provider it was counted by (`was_provider`): its money leaves the readers' spend, and the
  * notices before it are read as the call was then (that provider, money), so it counts once
- * whether a reader read them before the re-class or reads them all at once after it.
+ * whether a reader read them before the re-class or reads them all at once after it. A server's
+ * own log watcher re-classing such a call leaves that notice too, at $0 (it moves its readers'
+ * spend itself, once it has read the notices before it), so a `burnrate import`'s notice of the
+ * call not read yet is still read as money.
  *
  * Each reader (the spend tracker, the budget meters) loaded the ledger at some moment and holds
  * every call and move whose notice was written before it (`through`, read in the same read
