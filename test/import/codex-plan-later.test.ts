@@ -115,6 +115,37 @@ describe('a Codex session whose plan a later event names', () => {
     expect(rollups(db)).toEqual(rollups(fresh))
   })
 
+  it("puts a call re-classed in its first hours of a day in that day's report rows, not in the day before's of the plan's calls", async () => {
+    // A plan's session the evening before (its login named from the first line), then the older Codex's session just after midnight.
+    const root = join(dir, 'sessions')
+    const EVENING = Date.parse('2026-11-19T20:00:00.000Z')
+    const NIGHT = Date.parse('2026-11-20T00:30:00.000Z')
+    mkdirSync(join(root, '2026/11/19'), { recursive: true })
+    writeFileSync(join(root, '2026/11/19/rollout-2026-11-19T20-00-00-eve.jsonl'),
+      line({ timestamp: new Date(EVENING).toISOString(), type: 'session_meta', payload: { id: 'eve', cwd: '/home/dev/x', originator: 'codex_cli_rs', creator_account_id: 'acct-1' } }) +
+      line({ timestamp: new Date(EVENING).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/dev/x' } }) +
+      tokenCount(EVENING + 1000, [4000, 300], [4000, 300], null))
+    const night = join(root, '2026/11/20/rollout-2026-11-20T00-30-00-night.jsonl')
+    mkdirSync(join(root, '2026/11/20'), { recursive: true })
+    writeFileSync(night,
+      line({ timestamp: new Date(NIGHT).toISOString(), type: 'session_meta', payload: { id: 'night', cwd: '/home/dev/x', originator: 'codex_cli_rs' } }) +
+      line({ timestamp: new Date(NIGHT).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/dev/x' } }) +
+      tokenCount(NIGHT + 1000, [5000, 400], [5000, 400], null))
+    expect(await importLogs(db, { agent: 'codex', paths: [root], pricer, now: LATER })).toMatchObject({ imported: 2 })
+    // The same running total again (no new call), now with the plan's rate limits.
+    appendFileSync(night, tokenCount(NIGHT + 20_000, [5000, 400], [5000, 400], PLAN))
+    expect(await importLogs(db, { agent: 'codex', paths: [root], pricer, now: LATER })).toMatchObject({ imported: 0, reclassed: 1 })
+
+    const fresh = ledger(join(dir, 'fresh.db'))
+    expect(await importLogs(fresh, { agent: 'codex', paths: [root], pricer, now: LATER })).toMatchObject({ imported: 2 })
+    const days = (d: Database.Database) => d.prepare("SELECT day, provider, requests, imported FROM dash_report_day WHERE dim = '' AND requests <> 0 ORDER BY day, provider").all()
+    expect(days(db)).toEqual([
+      { day: Date.parse('2026-11-19T00:00:00Z'), provider: 'chatgpt', requests: 1, imported: 1 },
+      { day: Date.parse('2026-11-20T00:00:00Z'), provider: 'chatgpt', requests: 1, imported: 1 },
+    ])
+    expect(rollups(db)).toEqual(rollups(fresh))
+  })
+
   it('leaves a call the proxy recorded as it was: the proxy saw the key it was sent with', async () => {
     db.prepare(INSERT_CALL_SQL).run(callValues(makeCall({
       ts: T + 500, provider: 'openai', billing: 'api', model: 'gpt-5-codex', endpoint: 'responses', agent: 'codex', source: 'proxy',

@@ -7,7 +7,7 @@ export interface FoldedCall {
   tenant: string
   model: string
   provider: string
-  /** Its request change: -1 (superseded) wants a row that counts a call. */
+  /** Its request change: -1 (superseded) wants a row that counts a call; +1 (joining rows: re-classed) is where the folder puts it now. */
   requests?: number
 }
 
@@ -49,6 +49,9 @@ export class FoldedDays {
   /** The day of the rows call `c` is counted in (its '' row: the folder writes all of a call's rows on one day). */
   async dayOf(c: FoldedCall): Promise<number> {
     const day = this.day.of(c.ts)
+    // A call joining rows (re-classed) goes where the folder puts it now, as a fresh fold would:
+    // a row of that grouping an earlier day holds is another call's, not where it was counted.
+    if ((c.requests ?? 0) > 0) return day
     const counting = (c.requests ?? 0) < 0
     const keys = { tenant: c.tenant, model: c.model, provider: c.provider }
     const id = `${day}\0${c.tenant}\0${c.model}\0${c.provider}\0${counting}`
