@@ -10,7 +10,9 @@ import { ledgerRows } from '../support/ledger-rows'
 /** Whose side failed: a slow client is not a stalled upstream; a call cut with its connection by Burnrate was not abandoned by its client. */
 
 const JSON_BODY = fixture('openai-chat/chat-nonstream-cached.json')
-const IDLE_MS = 300
+// The idle window the tests wait out. The mock upstream's own gaps (200 and 300 ms) stay well
+// inside it, so a busy machine's pauses in the upstream (or in Burnrate) are not taken for a stall.
+const IDLE_MS = 1000
 
 /** An OpenAI stream of `n` events of 64 KB each. */
 function bigStream(n: number): Buffer[] {
@@ -36,20 +38,25 @@ afterAll(async () => {
   await upstream?.close()
 })
 
-function rows(): any[] {
-  return ledgerRows(s.dbFile)
+/** The calls recorded for `session` (each test its own, so one test's late row is not read as another's). */
+function rows(session: string): any[] {
+  return ledgerRows(s.dbFile, `session = '${session}'`)
 }
 
 function chat(user: string, stream = true): string {
   return JSON.stringify({ model: 'gpt-4o-mini', stream, user, messages: [{ role: 'user', content: 'hi' }] })
 }
 
+function headers(session: string): http.OutgoingHttpHeaders {
+  return { 'content-type': 'application/json', 'x-burnrate-session': session }
+}
+
 describe('blame', () => {
   it('a client that stops reading for several idle windows, then reads on, gets all of it; recorded 200, not 504 upstream_stalled', async () => {
-    const before = rows().length
+    const session = 'blame-slow-reader'
     const expected = Buffer.concat(bigStream(320)).length
     const got = await new Promise<number>((resolve, reject) => {
-      const req = http.request(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
+      const req = http.request(`${s.url}/v1/chat/completions`, { method: 'POST', headers: headers(session), agent: false }, (res) => {
         let n = 0
         let paused = false
         res.on('data', (c: Buffer) => {
@@ -68,13 +75,14 @@ describe('blame', () => {
       req.end(chat('big'))
     })
     expect(got).toBe(expected)
-    expect(await eventually(() => rows()[before])).toMatchObject({ status: 200, error: null })
+    expect(await eventually(() => rows(session)[0])).toMatchObject({ status: 200, error: null })
+    expect(rows(session)).toHaveLength(1)
   })
 
   it('a client that stops reading and then hangs up is recorded as its side (499 client_aborted), not as a stalled upstream', async () => {
-    const before = rows().length
+    const session = 'blame-hangs-up'
     let response: http.IncomingMessage | undefined
-    const req = http.request(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
+    const req = http.request(`${s.url}/v1/chat/completions`, { method: 'POST', headers: headers(session), agent: false }, (res) => {
       response = res
       res.pause()
     })
@@ -83,21 +91,21 @@ describe('blame', () => {
     await eventually(() => response)
     await sleep(IDLE_MS * 3)
     // Still under way: the upstream is not blamed for the client's silence.
-    expect(rows().length).toBe(before)
+    expect(rows(session)).toEqual([])
     req.destroy()
-    expect(await eventually(() => rows()[before])).toMatchObject({ status: 499, error: 'client_aborted' })
+    expect(await eventually(() => rows(session)[0])).toMatchObject({ status: 499, error: 'client_aborted' })
   })
 
   it('a call pipelined behind a stream Burnrate had to cut is recorded with its upstream status, not 499', async () => {
-    const before = rows().length
+    const session = 'blame-pipelined'
     const port = Number(new URL(s.url).port)
     const sock = net.connect(port, '127.0.0.1')
     sock.on('error', () => {})
     sock.on('data', () => {})
     const request = (body: string) =>
-      `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nX-Burnrate-Session: ${session}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
     sock.write(request(chat('reset')) + request(chat('slow')))
-    const recorded = await eventually(() => (rows().length >= before + 2 ? rows().slice(before) : undefined), 20_000)
+    const recorded = await eventually(() => (rows(session).length >= 2 ? rows(session) : undefined), 20_000)
     sock.destroy()
     // The first stream is reset by its upstream and cut; the second was answered 200 and still streaming.
     const cut = recorded!.find((r) => r.error === 'upstream_reset')
