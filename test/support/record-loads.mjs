@@ -2,8 +2,11 @@
 // file named by BURNRATE_TEST_LOADS, one a line, so a test can see what start-up loaded; and
 // `main intl:<Constructor>` the first time the main thread constructs an Intl formatter (which
 // loads ICU's locale data); and at exit, `main builtin:<internal module>` for Node's bundled
-// dependencies (internal/deps/...) and crypto's parts (WebCrypto among them) it loaded.
+// dependencies (internal/deps/...) and crypto's parts (WebCrypto among them) it loaded; and
+// `main listening <address>:<port>` when a server of the main thread starts listening, so a test
+// can tell what start-up loaded before it listened from what came after (a timer's preload).
 import { appendFileSync } from 'node:fs'
+import net from 'node:net'
 import process from 'node:process'
 import { registerHooks } from 'node:module'
 import { isMainThread } from 'node:worker_threads'
@@ -18,6 +21,14 @@ if (file) {
     },
   })
   if (isMainThread) {
+    const listen = net.Server.prototype.listen
+    net.Server.prototype.listen = function (...args) {
+      this.once('listening', () => {
+        const a = this.address()
+        if (a && typeof a === 'object') appendFileSync(file, `main listening ${a.address}:${a.port}\n`)
+      })
+      return listen.apply(this, args)
+    }
     // Node's own internal modules (not seen by the hooks) that the process loaded, at exit.
     process.on('exit', () => {
       const internal = process.moduleLoadList.filter((m) => m.startsWith('NativeModule internal/deps/') || m.startsWith('NativeModule internal/crypto/'))
