@@ -262,6 +262,8 @@ export interface LoadOptions {
   fixtures: LoadFixture[]
   concurrency: number
   durationMs: number
+  /** Send this many calls in all, however long they take (`durationMs` is then not a limit). */
+  calls?: number
   keys: string[]
   /** GET these dashboard paths in turn every `pollMs` while the load runs. */
   poll?: { paths: string[]; everyMs: number }
@@ -282,7 +284,7 @@ export interface LoadResult {
   polls: { status: number; ms: number }[]
 }
 
-/** Runs `concurrency` clients, each sending one streaming call after another, for `durationMs`. */
+/** Runs `concurrency` clients, each sending one streaming call after another, for `durationMs` (or until `calls` are sent and done). */
 export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency + 8 })
   const calls: CallResult[] = []
@@ -291,6 +293,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const prefix = o.idPrefix ?? `c${Date.now().toString(36)}`
   let seq = 0
   let running = true
+  const more = () => (o.calls === undefined ? performance.now() < until : seq < o.calls)
 
   const one = (worker: number): Promise<CallResult> => {
     const f = o.fixtures[seq % o.fixtures.length]
@@ -339,7 +342,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   }
 
   const worker = async (w: number) => {
-    while (running && performance.now() < until && !o.stop?.()) {
+    while (running && more() && !o.stop?.()) {
       const r = await one(w)
       calls.push(r)
       o.onCall?.(r)
@@ -348,7 +351,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const poller = async () => {
     if (!o.poll) return
     let i = 0
-    while (running && performance.now() < until && !o.stop?.()) {
+    while (running && (o.calls !== undefined || performance.now() < until) && !o.stop?.()) {
       const path = o.poll.paths[i++ % o.poll.paths.length]
       const t0 = performance.now()
       const status = await new Promise<number>((done) => {
@@ -363,8 +366,10 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
       await new Promise((r) => setTimeout(r, o.poll!.everyMs))
     }
   }
-  await Promise.all([...Array.from({ length: o.concurrency }, (_, w) => worker(w)), poller()])
-  running = false
+  const workers = Promise.all(Array.from({ length: o.concurrency }, (_, w) => worker(w))).then(() => {
+    running = false
+  })
+  await Promise.all([workers, poller()])
   agent.destroy()
   return { calls, completed: calls.filter((c) => c.ok), failed: calls.filter((c) => !c.ok), polls }
 }

@@ -15,14 +15,16 @@ import {
 } from './harness'
 
 /**
- * The CI load test, bounded: 200 concurrent streaming calls for 10 s against the built server,
- * with a dashboard poller. Afterwards every completed call is recorded once, the recorded cost
+ * The CI load test, bounded: 5,000 streaming calls, 200 at a time, against the built server, with
+ * a dashboard poller. By number, not for a time: a quiet machine sends them in seconds, a busy one
+ * takes longer (10 s of load was 870 calls on 2 cores beside other runs, where the test wanted
+ * 1,000). Afterwards every completed call is recorded once, the recorded cost
  * is the sum of the fixtures' costs, memory is back at its start level, and no raw API key is
  * in the database, its WAL or the log. (`npm run soak` runs the same for 60 s and prints figures.)
  */
 
 const CONCURRENCY = 200
-const DURATION_MS = 10_000
+const CALLS = 5000
 const fixtures = loadFixtures()
 const keys = makeKeys(20, 'load')
 let upstream: LoadUpstream
@@ -47,7 +49,8 @@ beforeAll(async () => {
       url: server.url,
       fixtures,
       concurrency: CONCURRENCY,
-      durationMs: DURATION_MS / 2,
+      durationMs: 0,
+      calls: CALLS / 2,
       keys,
       idPrefix,
       poll: { paths: ['/api/dashboard/summary', '/api/dashboard/timeseries?range=1h', '/api/dashboard/costs?group_by=model&range=24h', '/api/health'], everyMs: 200 },
@@ -59,21 +62,22 @@ beforeAll(async () => {
   result = { calls: [...a.calls, ...b.calls], completed: [...a.completed, ...b.completed], failed: [...a.failed, ...b.failed], polls: [...a.polls, ...b.polls], pollsPerHalf: [a.polls.length, b.polls.length] }
   await new Promise((r) => setTimeout(r, 1000))
   after = await server.probe()
-}, 120_000)
+}, 300_000)
 
 afterAll(async () => {
   await server?.dispose()
   await upstream?.close()
 })
 
-describe(`${CONCURRENCY} concurrent streaming calls for ${DURATION_MS / 1000} s, with a dashboard poller`, () => {
+describe(`${CALLS} streaming calls, ${CONCURRENCY} at a time, with a dashboard poller`, () => {
   it('completes every call, and records each exactly once', async () => {
     expect(result.failed.map((c) => `${c.id}:${c.status}`)).toEqual([])
-    expect(result.completed.length).toBeGreaterThan(CONCURRENCY * 5)
+    expect(result.calls.length).toBe(CALLS)
+    expect(result.completed.length).toBe(CALLS)
     const ledger = (await eventually(() => {
       const l = readLedger(server.dbFile, 'load-')
       return l.count === result.completed.length ? l : undefined
-    }, 10_000))!
+    }, 30_000))!
     expect(ledger.integrity).toBe('ok')
     for (const c of result.completed) expect(ledger.sessions.has(c.id)).toBe(true)
   })
@@ -86,7 +90,7 @@ describe(`${CONCURRENCY} concurrent streaming calls for ${DURATION_MS / 1000} s,
   })
 
   it('answers the dashboard poller throughout', () => {
-    // Every poll answered, in each half of the load. How many polls fit in 10 s is the machine's
+    // Every poll answered, in each half of the load. How many polls fit in a half is the machine's
     // speed, not the dashboard's: beside other work on 2 cores a clean-clone run made 9, and the
     // previous release's build 2, where a quiet run makes dozens; a count was a timed assertion.
     expect(result.pollsPerHalf.every((n) => n > 0)).toBe(true)
@@ -95,7 +99,7 @@ describe(`${CONCURRENCY} concurrent streaming calls for ${DURATION_MS / 1000} s,
 
   it('returns to its start memory (after GC): no leak', () => {
     // The heap after the load, with every call recorded and the sockets closed, against the heap
-    // before it: a leak of even 1 KB per call (thousands of calls) would exceed the allowance.
+    // before it: a leak of 2 KB per call (5,000 calls) would exceed the allowance.
     expect(after.heapUsed - before.heapUsed).toBeLessThan(Math.max(8 * 1024 * 1024, before.heapUsed * 0.25))
     expect(after.arrayBuffers - before.arrayBuffers).toBeLessThan(8 * 1024 * 1024)
     expect(after.external - before.external).toBeLessThan(8 * 1024 * 1024)
