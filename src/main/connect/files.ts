@@ -24,16 +24,22 @@ export function readText(path: string): string | null {
  * waiting on it: a named pipe (a secrets manager's mounted .env, such as 1Password's) blocks a
  * read until something writes into it, and the agents' files are read on the main thread, where
  * the proxy runs: the app, the server and `burnrate connect` would hang, every agent's calls with them.
+ * Nor is such a file opened: its writer waits for a reader's open, and takes it for a read to
+ * deliver to (1Password asks the user to authorize each), so it is looked at first; the open,
+ * which does not wait, and its check are for one put there in between.
  */
 function readRegular(path: string): Buffer {
+  if (!statSync(path).isFile()) throw notRegular()
   const fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0))
   try {
-    if (!fstatSync(fd).isFile()) throw new Error('it is not a regular file: a named pipe or a device is not read')
+    if (!fstatSync(fd).isFile()) throw notRegular()
     return readFileSync(fd)
   } finally {
     closeSync(fd)
   }
 }
+
+const notRegular = (): Error => new Error('it is not a regular file: a named pipe or a device is not read')
 
 /** The file's bytes (behind its symlinks), or null when it does not exist; as readRegular, never waiting on what is not a file. */
 export function readBytes(path: string): Buffer | null {
