@@ -45,6 +45,15 @@ describe('SDK scripts for zsh with ZDOTDIR set in ~/.zshenv', () => {
     expect(warningsOf(terminal)).toEqual([])
   })
 
+  it('connected from a terminal, as the note says to: the app, without ZDOTDIR, does not say the terminals lack the variables', () => {
+    writeFileSync(join(home, '.zshenv'), 'export ZDOTDIR=~/.config/zsh\n')
+    connections({ ZDOTDIR: join(home, '.config', 'zsh') }).connect('sdk', URL)
+    expect(readFileSync(join(home, '.config', 'zsh', '.zshrc'), 'utf8')).toContain(`export ANTHROPIC_BASE_URL=${URL}`)
+    expect(warningsOf(connections()).join('\n')).not.toContain('ZDOTDIR')
+    // Another Burnrate's address there is not this one's: still said.
+    expect(connections().planConnect('sdk', 'http://127.0.0.1:9999').notes.join('\n')).toContain('~/.zshenv sets ZDOTDIR (~/.config/zsh)')
+  })
+
   it('a ~/.zshenv that sets ZDOTDIR to the home folder, or none: nothing to say', () => {
     writeFileSync(join(home, '.zshenv'), 'ZDOTDIR=$HOME\n')
     expect(connections().connect('sdk', URL).notes.join('\n')).not.toContain('ZDOTDIR')

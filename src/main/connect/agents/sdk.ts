@@ -1,5 +1,6 @@
+import { isUtf8 } from 'node:buffer'
 import { existsSync } from 'node:fs'
-import { basename, join } from 'node:path'
+import { basename, isAbsolute, join } from 'node:path'
 import { shellBlockFormat } from '../formats/shell-block'
 import { readBytes } from '../files'
 import { tildify, xdgConfig } from '../paths'
@@ -43,10 +44,25 @@ function zdotdirNote(ctx: ConnectContext, f: AgentFile): string | null {
   if (!set) return null
   const value = set[1].replace(/^(["'])(.*)\1$/, '$2')
   if (['~', '$HOME', '${HOME}', ctx.home].includes(value.replace(/\/+$/, ''))) return null
+  // Connected from a terminal, as this says to: that .zshrc already sets them, and the terminals read it.
+  const dir = value.replace(/^(?:~|\$HOME|\$\{HOME\})(?=\/|$)/, ctx.home)
+  if (isAbsolute(dir) && setsAll(join(dir, '.zshrc'), f)) return null
   return (
     `~/.zshenv sets ZDOTDIR (${value}): zsh reads the .zshrc there, not ${tildify(ctx, f.path)}, where Burnrate writes, so the variables are not set in your terminals. ` +
     'Connect from a terminal instead (burnrate connect sdk), where ZDOTDIR is set: Burnrate then writes them into that .zshrc.'
   )
+}
+
+/** Whether the zsh file at `path` sets every one of `f`'s settings to its value (Burnrate's block there). */
+function setsAll(path: string, f: AgentFile): boolean {
+  try {
+    const bytes = readBytes(path)
+    if (bytes === null || !isUtf8(bytes)) return false
+    const doc = shellBlockFormat('posix').open(bytes.toString('utf8'))
+    return f.settings.every((s) => doc.get(s.key) === s.value)
+  } catch {
+    return false
+  }
 }
 
 /**
