@@ -7,6 +7,7 @@ import { silentLogger } from '../../src/main/log'
 import { runCliCaptured } from '../support/cli'
 import { request } from '../support/http'
 import { startTestServer } from '../support/server'
+import { planNamed, sessionHead, tokenCount, twoResponses } from './codex-plan-rollout'
 
 /**
  * A Codex session whose plan only a later event named, its first calls stored as money by
@@ -16,12 +17,6 @@ import { startTestServer } from '../support/server'
  * that never held it, so this month's spend and the budget meters were short by it until a restart.
  */
 
-const usage = (input: number, output: number) => ({ input_tokens: input, cached_input_tokens: 0, output_tokens: output, reasoning_output_tokens: 0, total_tokens: input + output })
-const PLAN = { primary: { used_percent: 3, window_minutes: 300, resets_at: 1790000000 }, secondary: { used_percent: 1, window_minutes: 10080, resets_at: 1790500000 }, plan_type: 'plus' }
-const line = (x: object) => JSON.stringify(x) + '\n'
-const tokenCount = (at: number, total: [number, number], last: [number, number], rateLimits: object | null) =>
-  line({ timestamp: new Date(at).toISOString(), type: 'event_msg', payload: { type: 'token_count', info: {
-    total_token_usage: usage(...total), last_token_usage: usage(...last), model_context_window: 272000 }, rate_limits: rateLimits } })
 
 const keyless = (url: string) => admin(url, 'GET', '/api-keys').then((r) => r.json().find((k: any) => k.api_key_hash === ''))
 
@@ -41,14 +36,10 @@ describe("a Codex session's calls burnrate import stored as money beside a serve
       // Older than the wait an import beside a running server gives the newest lines.
       const at = Date.now() - 30 * 60_000
       writeFileSync(file,
-        line({ timestamp: new Date(at).toISOString(), type: 'session_meta', payload: { id: 'beside', cwd: '/home/dev/x', originator: 'codex_cli_rs' } }) +
-        line({ timestamp: new Date(at).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/dev/x' } }) +
-        tokenCount(at + 1000, [5000, 400], [5000, 400], null) +
-        tokenCount(at + 9000, [11000, 900], [6000, 500], null))
+        twoResponses(at, 'beside'))
       // Another session, on an API key: money that stays.
       writeFileSync(join(dayDir, 'rollout-2026-01-01T00-00-01-apikey.jsonl'),
-        line({ timestamp: new Date(at).toISOString(), type: 'session_meta', payload: { id: 'apikey', cwd: '/home/dev/y', originator: 'codex_cli_rs' } }) +
-        line({ timestamp: new Date(at).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/dev/y' } }) +
+        sessionHead(at, 'apikey', '/home/dev/y') +
         tokenCount(at + 2000, [3000, 200], [3000, 200], null))
       const r = await runCliCaptured('import', 'codex', '--path', join(codexHome, 'sessions'), '--config', t.configFile, '--data-dir', t.dir, '--url', t.url, '--json')
       expect(r.code, r.out).toBe(0)
@@ -58,7 +49,7 @@ describe("a Codex session's calls burnrate import stored as money beside a serve
       const kept = db.prepare("SELECT cost_usd FROM calls WHERE session = 'apikey'").pluck().get() as number
 
       // The session's next event names the plan; the server's watcher reads the grown rollout first.
-      appendFileSync(file, tokenCount(at + 20_000, [18000, 1500], [7000, 600], PLAN))
+      appendFileSync(file, planNamed(at))
       const w = new LogWatcher({
         db, ledger: context.ledger, pricer: context.pricer, log: silentLogger, env: { CODEX_HOME: codexHome }, home: t.dir, settleMs: 0,
         budgets: () => context.budgets,

@@ -10,6 +10,7 @@ import { openDatabase } from '../../src/main/ledger/db'
 import { CallNotices } from '../../src/main/ledger/notices'
 import { Pricer } from '../../src/main/pricing/price'
 import { makeCall } from '../dashboard/seed'
+import { PLAN, planNamed as planNamedLine, sessionHead, tokenCount, twoResponses } from './codex-plan-rollout'
 
 /**
  * An older Codex writes no ChatGPT account in session_meta, and its session's first token_count
@@ -42,25 +43,16 @@ function ledger(file: string): Database.Database {
   return d
 }
 
-const usage = (input: number, output: number) => ({ input_tokens: input, cached_input_tokens: 0, output_tokens: output, reasoning_output_tokens: 0, total_tokens: input + output })
-const PLAN = { primary: { used_percent: 3, window_minutes: 300, resets_at: 1790000000 }, secondary: { used_percent: 1, window_minutes: 10080, resets_at: 1790500000 }, plan_type: 'plus' }
-const line = (x: object) => JSON.stringify(x) + '\n'
-const tokenCount = (at: number, total: [number, number], last: [number, number], rateLimits: object | null) =>
-  line({ timestamp: new Date(at).toISOString(), type: 'event_msg', payload: { type: 'token_count', info: {
-    total_token_usage: usage(...total), last_token_usage: usage(...last), model_context_window: 272000 }, rate_limits: rateLimits } })
 
 /** A rollout in `root` of an older Codex: no account in session_meta, two responses whose events carry no rate limits. */
 function rollout(root: string): string {
   mkdirSync(join(root, '2026/11/20'), { recursive: true })
   writeFileSync(join(root, FILE),
-    line({ timestamp: new Date(T).toISOString(), type: 'session_meta', payload: { id: 'abc', cwd: '/home/dev/x', originator: 'codex_cli_rs' } }) +
-    line({ timestamp: new Date(T).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/dev/x' } }) +
-    tokenCount(T + 1000, [5000, 400], [5000, 400], null) +
-    tokenCount(T + 9000, [11000, 900], [6000, 500], null))
+    twoResponses(T))
   return root
 }
 /** The session's third response, whose event names the plan. */
-const planNamed = (root: string) => appendFileSync(join(root, FILE), tokenCount(T + 20_000, [18000, 1500], [7000, 600], PLAN))
+const planNamed = (root: string) => appendFileSync(join(root, FILE), planNamedLine(T))
 
 const calls = (d = db) => d.prepare('SELECT provider, billing, cost_usd, source, input_tokens FROM calls ORDER BY ts').all() as any[]
 const ROLLUPS = ['dash_5m', 'dash_hour', 'dash_day', 'dash_dim_hour', 'dash_dim_day', 'dash_session', 'dash_report_day', 'dash_report_month', 'dash_report_session']
@@ -122,14 +114,12 @@ describe('a Codex session whose plan a later event names', () => {
     const NIGHT = Date.parse('2026-11-20T00:30:00.000Z')
     mkdirSync(join(root, '2026/11/19'), { recursive: true })
     writeFileSync(join(root, '2026/11/19/rollout-2026-11-19T20-00-00-eve.jsonl'),
-      line({ timestamp: new Date(EVENING).toISOString(), type: 'session_meta', payload: { id: 'eve', cwd: '/home/dev/x', originator: 'codex_cli_rs', creator_account_id: 'acct-1' } }) +
-      line({ timestamp: new Date(EVENING).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/dev/x' } }) +
+      sessionHead(EVENING, 'eve', '/home/dev/x', { creator_account_id: 'acct-1' }) +
       tokenCount(EVENING + 1000, [4000, 300], [4000, 300], null))
     const night = join(root, '2026/11/20/rollout-2026-11-20T00-30-00-night.jsonl')
     mkdirSync(join(root, '2026/11/20'), { recursive: true })
     writeFileSync(night,
-      line({ timestamp: new Date(NIGHT).toISOString(), type: 'session_meta', payload: { id: 'night', cwd: '/home/dev/x', originator: 'codex_cli_rs' } }) +
-      line({ timestamp: new Date(NIGHT).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/dev/x' } }) +
+      sessionHead(NIGHT, 'night', '/home/dev/x') +
       tokenCount(NIGHT + 1000, [5000, 400], [5000, 400], null))
     expect(await importLogs(db, { agent: 'codex', paths: [root], pricer, now: LATER })).toMatchObject({ imported: 2 })
     // The same running total again (no new call), now with the plan's rate limits.

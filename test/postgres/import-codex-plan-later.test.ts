@@ -10,6 +10,7 @@ import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import { PeriodClock } from '../../src/main/time/zone'
 import { eventually, request } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
+import { planNamed, twoResponses } from '../import/codex-plan-rollout'
 
 /**
  * A Codex session whose plan only a later event names (test/import/codex-plan-later.test.ts), on
@@ -22,12 +23,6 @@ const countSpend = spendCounter({ timezone: 'UTC', budgets: { week_start: 'monda
 const moveSpend = spendMover({ timezone: 'UTC', budgets: { week_start: 'monday' } })
 const pricer = new Pricer()
 
-const usage = (input: number, output: number) => ({ input_tokens: input, cached_input_tokens: 0, output_tokens: output, reasoning_output_tokens: 0, total_tokens: input + output })
-const PLAN = { primary: { used_percent: 3, window_minutes: 300, resets_at: 1790000000 }, secondary: { used_percent: 1, window_minutes: 10080, resets_at: 1790500000 }, plan_type: 'plus' }
-const line = (x: object) => JSON.stringify(x) + '\n'
-const tokenCount = (at: number, total: [number, number], last: [number, number], rateLimits: object | null) =>
-  line({ timestamp: new Date(at).toISOString(), type: 'event_msg', payload: { type: 'token_count', info: {
-    total_token_usage: usage(...total), last_token_usage: usage(...last), model_context_window: 272000 }, rate_limits: rateLimits } })
 
 const SUMS = ['requests', 'cost_usd', 'plan_value_usd', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens']
 /** Every rollup table's rows as the dashboard reads them (a row at 0 requests, $0 and no tokens is no group), money to 12 significant digits. */
@@ -63,10 +58,7 @@ it('PostgreSQL: the calls of a Codex session imported as money before a later ev
   mkdirSync(folder, { recursive: true })
   const file = join(folder, 'rollout-2026-11-20T10-00-00-abc.jsonl')
   writeFileSync(file,
-    line({ timestamp: new Date(T).toISOString(), type: 'session_meta', payload: { id: 'abc', cwd: '/home/dev/x', originator: 'codex_cli_rs' } }) +
-    line({ timestamp: new Date(T).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/dev/x' } }) +
-    tokenCount(T + 1000, [5000, 400], [5000, 400], null) +
-    tokenCount(T + 9000, [11000, 900], [6000, 500], null))
+    twoResponses(T))
   const cli = openDatabase(join(dir, 'cli.db'))
   h.onTeardown(() => cli.close())
   const opts = { agent: 'codex' as const, paths: [join(dir, 'sessions')], pricer, now: T + 60_000, store, countSpend, moveSpend }
@@ -76,7 +68,7 @@ it('PostgreSQL: the calls of a Codex session imported as money before a later ev
   await eventually(async () => Math.abs((await spent()) - money) <= 1e-12, 20_000)
 
   // The event that names the plan.
-  appendFileSync(file, tokenCount(T + 20_000, [18000, 1500], [7000, 600], PLAN))
+  appendFileSync(file, planNamed(T))
   expect(await importLogs(cli, opts)).toMatchObject({ imported: 1, reclassed: 2, duplicates: 0 })
   const rows = await store.all<{ provider: string; billing: string; source: string }>('SELECT provider, billing, source FROM calls ORDER BY ts')
   expect(rows.map((r) => [r.provider, r.billing, r.source])).toEqual(Array(3).fill(['chatgpt', 'subscription', 'import']))

@@ -8,6 +8,7 @@ import { Pricer } from '../../src/main/pricing/price'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import { eventually, request } from '../support/http'
 import { freePort, usePostgres } from '../support/pg-harness'
+import { planNamed, twoResponses } from '../import/codex-plan-rollout'
 
 /**
  * A team server on PostgreSQL: a member's Codex calls imported as money before a later event of
@@ -19,12 +20,6 @@ const h = usePostgres({ upstream: false })
 const home = mkdtempSync(join(tmpdir(), 'burnrate-pg-team-reclassed-'))
 afterAll(() => rmSync(home, { recursive: true, force: true }))
 
-const usage = (input: number, output: number) => ({ input_tokens: input, cached_input_tokens: 0, output_tokens: output, reasoning_output_tokens: 0, total_tokens: input + output })
-const PLAN = { primary: { used_percent: 3, window_minutes: 300, resets_at: 1790000000 }, secondary: { used_percent: 1, window_minutes: 10080, resets_at: 1790500000 }, plan_type: 'plus' }
-const line = (x: object) => JSON.stringify(x) + '\n'
-const tokenCount = (at: number, total: [number, number], last: [number, number], rateLimits: object | null) =>
-  line({ timestamp: new Date(at).toISOString(), type: 'event_msg', payload: { type: 'token_count', info: {
-    total_token_usage: usage(...total), last_token_usage: usage(...last), model_context_window: 272000 }, rate_limits: rateLimits } })
 
 it("a member's Codex calls re-classed as a plan's are plan usage on a team server on PostgreSQL", async () => {
   const url = h.database()
@@ -39,10 +34,7 @@ it("a member's Codex calls re-classed as a plan's are plan usage on a team serve
   mkdirSync(folder, { recursive: true })
   const file = join(folder, 'rollout-2026-11-20T10-00-00-abc.jsonl')
   writeFileSync(file,
-    line({ timestamp: new Date(T).toISOString(), type: 'session_meta', payload: { id: 'abc', cwd: '/home/alice/x', originator: 'codex_cli_rs' } }) +
-    line({ timestamp: new Date(T).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/alice/x' } }) +
-    tokenCount(T + 1000, [5000, 400], [5000, 400], null) +
-    tokenCount(T + 9000, [11000, 900], [6000, 500], null))
+    twoResponses(T, 'abc', '/home/alice/x'))
   const w = new LogWatcher({ db: alice.server.db, ledger: alice.server.ledger, pricer: new Pricer(), log: silentLogger, env: {}, home, settleMs: 0 })
   expect((await w.runOnce()).find((x) => x.agent === 'codex')).toMatchObject({ imported: 2 })
   const rows = () => store.all<any>("SELECT provider, billing FROM calls WHERE member = 'alice' ORDER BY ts")
@@ -51,7 +43,7 @@ it("a member's Codex calls re-classed as a plan's are plan usage on a team serve
   expect((await request(`${team.url}/api/dashboard/summary`)).json().today_spend_usd).toBeGreaterThan(0)
   expect((await request(`${alice.url}/api/dashboard/summary`)).json().today_spend_usd).toBeGreaterThan(0)
 
-  appendFileSync(file, tokenCount(T + 20_000, [18000, 1500], [7000, 600], PLAN))
+  appendFileSync(file, planNamed(T))
   expect((await w.runOnce()).find((x) => x.agent === 'codex')).toMatchObject({ imported: 1, reclassed: 2 })
   await w.stop()
   await eventually(async () => {
