@@ -73,6 +73,12 @@ export class AlertClaims {
   private lastCleanup = 0
   /** The claims this instance holds (won, not yet let go nor settled), by token: said alive every ALIVE_MS. */
   private readonly holding = new Map<string, HeldClaim>()
+  /**
+   * Claims done with whose settle failed (the database not answering it), by token: tried again,
+   * and said alive meanwhile, every ALIVE_MS. No longer said alive, such a claim (its alert
+   * delivered) was taken over 30 s later as a dead instance's, and sent again.
+   */
+  private readonly unsettled = new Map<string, HeldClaim>()
   private alive: ReturnType<typeof setTimeout> | null = null
   private closed = false
 
@@ -81,17 +87,28 @@ export class AlertClaims {
   private hold(c: HeldClaim): void {
     if (this.closed) return
     this.holding.set(c.token, c)
-    if (this.alive) return
+    this.beat()
+  }
+
+  /**
+   * Every ALIVE_MS while this instance holds claims or has settles to write: those settles tried
+   * again, then every one of them said alive (one query), the last query's end timing the next.
+   */
+  private beat(): void {
+    if (this.alive || this.closed || (this.holding.size === 0 && this.unsettled.size === 0)) return
     this.alive = setTimeout(() => {
-      const held = [...this.holding.values()]
-      const ids = held.flatMap((h) => [h.id, ...(h.legacy ? [h.legacy] : [])])
-      const tokens = held.map((h) => h.token)
-      void this.store.run('UPDATE alert_claims SET alive_at = now() WHERE id = ANY(@ids::text[]) AND owner = ANY(@tokens::text[])', { ids, tokens })
+      void (async () => {
+        if (this.unsettled.size > 0) await this.settle([...this.unsettled.values()])
+        const held = [...this.holding.values(), ...this.unsettled.values()]
+        if (held.length === 0) return
+        const ids = held.flatMap((h) => [h.id, ...(h.legacy ? [h.legacy] : [])])
+        const tokens = held.map((h) => h.token)
+        await this.store.run('UPDATE alert_claims SET alive_at = now() WHERE id = ANY(@ids::text[]) AND owner = ANY(@tokens::text[])', { ids, tokens })
+      })()
         .catch(() => {})
         .finally(() => {
           this.alive = null
-          const next = [...this.holding.values()][0]
-          if (next) this.hold(next)
+          this.beat()
         })
     }, ALIVE_MS)
     this.alive.unref?.()
@@ -181,7 +198,10 @@ export class AlertClaims {
    * by its id alone, it was deleted, and the next start to read the crossing back sent it again.
    */
   async release(claims: readonly HeldClaim[]): Promise<void> {
-    for (const c of claims) this.holding.delete(c.token)
+    for (const c of claims) {
+      this.holding.delete(c.token)
+      this.unsettled.delete(c.token)
+    }
     for (const c of claims) {
       for (const id of [c.id, ...(c.legacy ? [c.legacy] : [])]) await this.store.run('DELETE FROM alert_claims WHERE id = @id AND owner = @token', { id, token: c.token }).catch(() => {})
     }
@@ -190,13 +210,23 @@ export class AlertClaims {
   /**
    * Marks claims whose alert is done with (delivered; or failed after the webhook may have taken
    * it, so not let go): instances standing by for them (./handover.ts) stop. Their rows stay (the
-   * crossing was sent), held by no instance, as a row claimed before claims had owners is.
+   * crossing was sent), held by no instance, as a row claimed before claims had owners is. One
+   * whose settle fails is tried again every ALIVE_MS, and said alive until it is written.
    */
   async settle(claims: readonly HeldClaim[]): Promise<void> {
     for (const c of claims) this.holding.delete(c.token)
     for (const c of claims) {
-      for (const id of [c.id, ...(c.legacy ? [c.legacy] : [])]) await this.store.run('UPDATE alert_claims SET owner = NULL WHERE id = @id AND owner = @token', { id, token: c.token }).catch(() => {})
+      let written = true
+      for (const id of [c.id, ...(c.legacy ? [c.legacy] : [])]) {
+        await this.store.run('UPDATE alert_claims SET owner = NULL WHERE id = @id AND owner = @token', { id, token: c.token }).catch(() => {
+          written = false
+        })
+      }
+      // Not written: tried again (and said alive until it is) from the next beat on.
+      if (written) this.unsettled.delete(c.token)
+      else this.unsettled.set(c.token, c)
     }
+    this.beat()
   }
 
   /**
