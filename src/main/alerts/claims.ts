@@ -51,13 +51,23 @@ export const ALIVE_MS = 5_000
 export const DEAD_AFTER_S = 30
 
 /**
+ * Whether a claim's holder (of this build) has been silent for DEAD_AFTER_S. Only a claim said alive
+ * since it was won (`alive_at` not before `claimed_at`, as this build writes both) is so judged:
+ * builds before 41d35390 never write `alive_at`, and a rolling window's claim one of them won
+ * again kept the one the last holder of this build left there, long past, and was taken over while
+ * its delivery was under way (the webhook got the alert twice).
+ */
+const SILENT = (t: string) => `(${t}.alive_at >= ${t}.claimed_at AND ${t}.alive_at < now() - ${DEAD_AFTER_S} * interval '1 second')`
+
+/**
  * `@rearm_s`: how long ago (seconds) the last claim must have been for this one to win again; null:
- * never, but from a holder of this build dead for DEAD_AFTER_S (an old build's, with no `alive_at`, never).
+ * never, but from a holder of this build dead for DEAD_AFTER_S (an old build's, with no `alive_at`
+ * of its own, never: `SILENT`).
  */
 const CLAIM_SQL = `INSERT INTO alert_claims (id, owner, alive_at) VALUES (@id, @owner, now())
   ON CONFLICT (id) DO UPDATE SET claimed_at = now(), owner = EXCLUDED.owner, alive_at = now()
     WHERE (@rearm_s::float8 IS NOT NULL AND alert_claims.claimed_at < now() - @rearm_s::float8 * interval '1 second')
-      OR (left(alert_claims.owner, ${SETTLING_OWNER.length}) = '${SETTLING_OWNER}' AND alert_claims.alive_at < now() - ${DEAD_AFTER_S} * interval '1 second')
+      OR (left(alert_claims.owner, ${SETTLING_OWNER.length}) = '${SETTLING_OWNER}' AND ${SILENT('alert_claims')})
   RETURNING id`
 
 /**
@@ -243,7 +253,7 @@ export class AlertClaims {
     if (ids.length === 0) return out
     const rows = await this.store.all<{ id: string; state: 'free' | 'done' | 'held' }>(
       `SELECT id, CASE WHEN owner IS NULL OR left(owner, ${SETTLING_OWNER.length}) <> @mark THEN 'done'
-          WHEN alive_at < now() - ${DEAD_AFTER_S} * interval '1 second' THEN 'free'
+          WHEN ${SILENT('alert_claims')} THEN 'free'
           WHEN claimed_at < now() - @wait_s::float8 * interval '1 second' THEN 'done' ELSE 'held' END AS state
         FROM alert_claims WHERE id = ANY(@ids::text[])`,
       { ids: [...ids], mark: SETTLING_OWNER, wait_s: waitMs / 1000 },
