@@ -92,7 +92,15 @@ export class AlertClaims {
   private alive: ReturnType<typeof setTimeout> | null = null
   private closed = false
 
-  constructor(private readonly store: SqlStore) {}
+  constructor(
+    private readonly store: SqlStore,
+    /**
+     * A claim this instance holds found taken over by another (its beat not written for
+     * DEAD_AFTER_S: the database not answering this instance, or its pool too busy, while another's
+     * answered): that one sends the alert, so this one's retry goes. Kept, the webhook got it twice.
+     */
+    private readonly lost: (c: HeldClaim) => void = () => {},
+  ) {}
 
   private hold(c: HeldClaim): void {
     if (this.closed) return
@@ -113,7 +121,19 @@ export class AlertClaims {
         if (held.length === 0) return
         const ids = held.flatMap((h) => [h.id, ...(h.legacy ? [h.legacy] : [])])
         const tokens = held.map((h) => h.token)
-        await this.store.run('UPDATE alert_claims SET alive_at = now() WHERE id = ANY(@ids::text[]) AND owner = ANY(@tokens::text[])', { ids, tokens })
+        const rows = await this.store.all<{ owner: string }>('UPDATE alert_claims SET alive_at = now() WHERE id = ANY(@ids::text[]) AND owner = ANY(@tokens::text[]) RETURNING owner', { ids, tokens })
+        const said = new Map<string, number>()
+        for (const r of rows) said.set(r.owner, (said.get(r.owner) ?? 0) + 1)
+        // Not all its rows under its token (and still held: not settled nor let go meanwhile): taken over.
+        for (const h of held) {
+          if (this.holding.get(h.token) !== h || (said.get(h.token) ?? 0) >= (h.legacy ? 2 : 1)) continue
+          this.holding.delete(h.token)
+          try {
+            this.lost(h)
+          } catch {
+            // the listener's own failure: the claim is another's all the same
+          }
+        }
       })()
         .catch(() => {})
         .finally(() => {

@@ -51,6 +51,7 @@ export function alertsOf(ctx: ServerContext): Alerts {
   }
   // Delivery `d`'s claim `held`, its delivery over (or the server closing): let go or settled, as above.
   const done = (d: Delivery, held: HeldClaim) => {
+    byToken.delete(held.token)
     if (!claims) return
     const ended = d.status === 'failed' && !webhooks.mayHaveReached(d) ? claims.release([held]) : claims.settle([held])
     claiming.add(ended)
@@ -59,7 +60,11 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const webhooks = new WebhookSender(c.webhooks, { retries: c.retries, backoffMs: c.backoff_ms, timeoutMs: c.timeout_ms, egress: ctx.egress, onSettled })
   const { engine, runaway } = budgetsOf(ctx)
   // PostgreSQL: every instance sees every crossing; the one that claims it sends it (./claims.ts).
-  const claims = ctx.store.dialect === 'postgres' ? new AlertClaims(ctx.store) : null
+  // A claim found taken over by another instance (./claims.ts): that one sends it, and this one's retry goes.
+  const claims = ctx.store.dialect === 'postgres' ? new AlertClaims(ctx.store, (held) => {
+    const d = byToken.get(held.token)
+    if (d) webhooks.abandon(d)
+  }) : null
   // `claimed`: on PostgreSQL, the claim each (of `only`'s) is sent under, kept with it (./outbox.ts KeptClaim).
   const post = (payload: OutboundAlert, only: readonly WebhookTarget[] = webhooks.webhooks, claimed?: readonly KeptClaim[]) => {
     const sent = webhooks.send(payload, only)
@@ -78,6 +83,12 @@ export function alertsOf(ctx: ServerContext): Alerts {
   // Claimed per webhook: each one configured here that no other instance has sent it to. The
   // claims of alerts not sent by shutdown (a retry waiting, the sender closed) are let go then.
   const claimOf = new WeakMap<Delivery, HeldClaim>()
+  // The delivery of each claim held, by its token (to find the one whose claim another instance took over).
+  const byToken = new Map<string, Delivery>()
+  const own = (d: Delivery, held: HeldClaim) => {
+    claimOf.set(d, held)
+    byToken.set(held.token, d)
+  }
   // Sent with their claim not asked (the database failed): no claim of this instance to let go,
   // nor kept for the next start, which reads the crossing back and claims it then.
   const unasked = new WeakSet<Delivery>()
@@ -89,7 +100,7 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const late = claims
     ? new LateClaims(claims, (d) => d.status === 'failed' && !webhooks.mayHaveReached(d), (d, held) => {
       if (d.status === 'pending') {
-        claimOf.set(d, held)
+        own(d, held)
         unasked.delete(d)
         if (closing) return
         // Kept with its token now: killed before it is delivered, the next start sends it under it.
@@ -146,7 +157,7 @@ export function alertsOf(ctx: ServerContext): Alerts {
         if (sent.length === 0) unsent.push(...held.filter((c) => c !== null))
         sent.forEach((d, i) => {
           const c = held[i]
-          if (c) claimOf.set(d, c)
+          if (c) own(d, c)
           else {
             unasked.add(d)
             late?.add(d, e, mine[i])
@@ -177,7 +188,7 @@ export function alertsOf(ctx: ServerContext): Alerts {
         if (r.result === 'lost') return void sentHere.forget(k.ids[0])
         const [d] = post(u.payload, [u.target], [r.result === 'won' ? keptClaim(r.held) : k])
         if (r.result === 'won') {
-          if (d) claimOf.set(d, r.held)
+          if (d) own(d, r.held)
           else unsent.push(r.held)
         } else if (d) unasked.add(d)
       })

@@ -47,6 +47,9 @@ export interface WebhookOptions {
   onSettled?: (d: Delivery) => void
 }
 
+/** Why a delivery `abandon`ed ended. */
+const ABANDONED = 'another Burnrate instance took its claim over and sends it'
+
 /** Where a webhook's POST goes: its URL without a user name and password, which go as a header. */
 type Address = ReturnType<typeof basicAuthRequest>
 
@@ -85,6 +88,8 @@ export class WebhookSender {
   private readonly queued = new Set<Delivery>()
   /** Per webhook URL: when the first attempt of the last delivery made for it has ended. */
   private readonly lastFirst = new Map<string, Promise<void>>()
+  /** Deliveries another sends now (`abandon`): not tried again. */
+  private readonly abandoned = new WeakSet<Delivery>()
   /** Deliveries an attempt of which failed with no answer after it may have been sent (`mayHaveReached`). */
   private readonly unanswered = new WeakSet<Delivery>()
   private closed = false
@@ -204,7 +209,8 @@ export class WebhookSender {
       this.settled(d)
       return
     }
-    if (this.closed || d.attempts > this.opts.retries) {
+    if (this.closed || d.attempts > this.opts.retries || this.abandoned.has(d)) {
+      if (this.abandoned.has(d)) d.last_error = `${d.last_error}; ${ABANDONED}`
       d.status = 'failed'
       if (!this.closed) this.settled(d)
       return
@@ -234,6 +240,26 @@ export class WebhookSender {
     }, Math.max(1, due - Date.now()))
     timer.unref?.()
     this.timers.set(timer, d)
+  }
+
+  /**
+   * Tries `d` no more (PostgreSQL: another instance took its claim over, and sends it): its retry
+   * waiting, or its first attempt waiting its turn, is dropped, and an attempt under way is its
+   * last. Ended so, it is failed (`onSettled` told).
+   */
+  abandon(d: Delivery): void {
+    if (d.status !== 'pending' || this.closed) return
+    this.abandoned.add(d)
+    let dropped = this.queued.delete(d)
+    for (const [t, x] of this.timers) {
+      if (x !== d) continue
+      clearTimeout(t)
+      this.timers.delete(t)
+      dropped = true
+    }
+    if (!dropped) return
+    Object.assign(d, { status: 'failed', last_error: `${d.last_error ?? 'not sent'}; ${ABANDONED}`, updated_at: new Date().toISOString() })
+    this.settled(d)
   }
 
   /**
