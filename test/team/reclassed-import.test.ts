@@ -52,6 +52,23 @@ describe("a member's imported call re-classed as a plan's", () => {
     expect(await totals()).toEqual({ requests: 1, spend: 0, providers: [['chatgpt', 1, 0]] })
   })
 
+  it('an older revision of it as money, arriving late, is a duplicate: counted once, re-classed still', async () => {
+    expect((await ingest([call(3, 0.25)])).json()).toMatchObject({ accepted: 1, rejected: [] })
+    // Re-priced on the member, then re-classed as the plan's.
+    expect((await ingest([call(3, 0.3, { revision: 1 })])).json()).toMatchObject({ revised: 1, rejected: [] })
+    expect((await ingest([call(3, 0.3, { revision: 2, provider: 'chatgpt', billing: 'subscription' })])).json()).toMatchObject({ revised: 1, rejected: [] })
+    const before = await totals()
+    // The re-priced revision and the call as first recorded, both as money, arriving late (a resend).
+    expect((await ingest([call(3, 0.3, { revision: 1 })])).json()).toEqual({ accepted: 0, duplicates: 1, revised: 0, rejected: [] })
+    expect((await ingest([call(3, 0.25)])).json()).toEqual({ accepted: 0, duplicates: 1, revised: 0, rejected: [] })
+    expect(ledgerRows(team.dbFile).filter((r: any) => r.origin_id === 3).map((r: any) => [r.provider, r.billing, r.cost_usd, r.revision]))
+      .toEqual([['chatgpt', 'subscription', 0.3, 2]])
+    expect(await totals()).toEqual(before)
+    // A later revision of it as the plan's still replaces it.
+    expect((await ingest([call(3, 0.35, { revision: 3, provider: 'chatgpt', billing: 'subscription' })])).json()).toMatchObject({ revised: 1, rejected: [] })
+    expect(ledgerRows(team.dbFile).find((r: any) => r.origin_id === 3)).toMatchObject({ provider: 'chatgpt', billing: 'subscription', cost_usd: 0.35, revision: 3 })
+  })
+
   it('a proxied call sent again with another provider is still another call under a reused id', async () => {
     expect((await ingest([call(2, 0.5, { source: 'proxy' })])).json()).toMatchObject({ accepted: 1, rejected: [] })
     const other = (await ingest([call(2, 0.5, { source: 'proxy', revision: 1, provider: 'chatgpt', billing: 'subscription' })])).json()

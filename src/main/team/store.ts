@@ -81,13 +81,19 @@ function reclassed(held: Held, r: CallRecord): boolean {
  * What a call sent again under an id the member used before is: a newer revision of the same call
  * (the same time, provider and model; its cost or tokens changed on the member), the same call
  * again (a resend, or an older revision arriving late, or the call re-priced since but sent as
- * first recorded), or a different call (another time, provider or model: the member's ledger
- * started again, a clash).
+ * first recorded; for a call re-classed here, an older revision of it as money), or a different
+ * call (another time, provider or model: the member's ledger started again, a clash).
  */
 function judge(held: Held, row: IngestRow): 'revise' | 'duplicate' | 'clash' {
   const r = row.record
-  if (held.ts !== r.ts || held.model !== r.model || (held.provider !== r.provider && !reclassed(held, r))) return 'clash'
   const heldRevision = held.revision ?? 0
+  if (held.ts !== r.ts || held.model !== r.model) return 'clash'
+  if (held.provider !== r.provider && !reclassed(held, r)) {
+    // An older revision of a call re-classed here, as the money it was, arriving late (a resend):
+    // the same call, whose re-class stays (builds before this one refused it as a clash).
+    const beforeReclass = held.source === 'import' && r.source === 'import' && held.billing === 'subscription' && r.billing !== 'subscription'
+    return beforeReclass && row.revision < heldRevision ? 'duplicate' : 'clash'
+  }
   // The same call to the millisecond (another call under a reused id is at another time): with
   // another cost, sent again as first recorded after it was re-priced on the member (the first
   // answer lost). What is held stays until the member's revision of it comes (its own number).
