@@ -64,4 +64,11 @@ describe('an ingested call sent superseded with a cost', () => {
       [3, 0, 0, 0, true],
     ])
   })
+
+  it('an older revision of it, not superseded, arriving late is a duplicate: it stays superseded, and counts nothing', async () => {
+    // Call 3 as first sent (plain, with its cost), again after its superseded revision (a resend).
+    expect((await ingest([call(3, 0.125, { source: 'import' })])).json()).toEqual({ accepted: 0, duplicates: 1, revised: 0, rejected: [] })
+    expect(await totals()).toEqual({ requests: 1, spend: 0.25, costs: 0.25 })
+    expect(ledgerRows(team.dbFile).find((r: any) => r.origin_id === 3)).toMatchObject({ cost_usd: 0, input_tokens: 0, revision: 1, superseded_by: expect.any(Number) })
+  })
 })
