@@ -69,7 +69,7 @@ export class AgentConnections {
       const warnings: string[] = []
       let error: string | null = null
       let changed = false
-      for (const f of c.files(this.ctx, record?.url ?? 'http://127.0.0.1:8787')) {
+      for (const f of c.files(this.ctx, record?.url ?? 'http://127.0.0.1:8787', record?.files.map((r) => r.path))) {
         let doc: ConfigDoc | null = null
         try {
           doc = openDoc(this.ctx, f, readDoc(this.ctx, f.path) ?? '')
@@ -202,7 +202,7 @@ export class AgentConnections {
     if (why) throw new ConnectError('unsupported', `${c.name} cannot be connected here: ${why}`)
     const record = this.state.read()[c.id] ?? null
     const notes: string[] = []
-    const files = c.files(this.ctx, url).map((f): FileWork => {
+    const files = c.files(this.ctx, url, record?.files.map((r) => r.path)).map((f): FileWork => {
       const before = readDoc(this.ctx, f.path)
       const doc = openDoc(this.ctx, f, before ?? '')
       const old = record?.files.find((r) => r.path === f.path) ?? null

@@ -50,8 +50,27 @@ describe('SDK scripts for zsh with ZDOTDIR set in ~/.zshenv', () => {
     connections({ ZDOTDIR: join(home, '.config', 'zsh') }).connect('sdk', URL)
     expect(readFileSync(join(home, '.config', 'zsh', '.zshrc'), 'utf8')).toContain(`export ANTHROPIC_BASE_URL=${URL}`)
     expect(warningsOf(connections()).join('\n')).not.toContain('ZDOTDIR')
-    // Another Burnrate's address there is not this one's: still said.
-    expect(connections().planConnect('sdk', 'http://127.0.0.1:9999').notes.join('\n')).toContain('~/.zshenv sets ZDOTDIR (~/.config/zsh)')
+    // Another Burnrate's address there, planned by one with no record of it (its own data folder): still said.
+    const other = new AgentConnections({ home, env: { PATH: '', SHELL: '/bin/zsh' }, platform: 'darwin', dataDir: join(home, 'other-data') })
+    expect(other.planConnect('sdk', 'http://127.0.0.1:9999').notes.join('\n')).toContain('~/.zshenv sets ZDOTDIR (~/.config/zsh)')
+  })
+
+  it('connected from a terminal, then re-pointed by the app (no ZDOTDIR): the .zshrc zsh reads is edited, not ~/.zshrc', () => {
+    writeFileSync(join(home, '.zshenv'), 'export ZDOTDIR="$HOME/.config/zsh"\n')
+    const zshrc = join(home, '.config', 'zsh', '.zshrc')
+    connections({ ZDOTDIR: join(home, '.config', 'zsh') }).connect('sdk', URL)
+    const app = connections()
+    const sdk = app.list().find((a) => a.agent === 'sdk')!
+    expect(sdk.settings.map((s) => s.file)).toEqual(['~/.config/zsh/.zshrc', '~/.config/zsh/.zshrc'])
+    expect(sdk.changed_since).toBe(false)
+    const plan = app.connect('sdk', 'http://127.0.0.1:9999')
+    expect(plan.changes.map((c) => c.file)).toEqual(['~/.config/zsh/.zshrc'])
+    expect(plan.notes.join('\n')).not.toContain('ZDOTDIR')
+    expect(readFileSync(zshrc, 'utf8')).toContain('export ANTHROPIC_BASE_URL=http://127.0.0.1:9999')
+    expect(existsSync(join(home, '.zshrc'))).toBe(false)
+    expect(warningsOf(app)).toEqual([])
+    app.disconnect('sdk')
+    expect(readFileSync(zshrc, 'utf8')).toBe('export MINE=kept\n')
   })
 
   it('a ~/.zshenv that sets ZDOTDIR to the home folder, or none: nothing to say', () => {

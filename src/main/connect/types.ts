@@ -33,8 +33,11 @@ export interface AgentConnector {
   recordedAs: readonly string[]
   /** Whether it looks installed (its config folder or its command on PATH). */
   installed(ctx: ConnectContext): boolean
-  /** The files and settings that point it at the Burnrate at `url` (`http://127.0.0.1:8787`). */
-  files(ctx: ConnectContext, url: string): AgentFile[]
+  /**
+   * The files and settings that point it at the Burnrate at `url` (`http://127.0.0.1:8787`);
+   * `recorded`: the files Burnrate's record of its connection names, where one was made.
+   */
+  files(ctx: ConnectContext, url: string, recorded?: readonly string[]): AgentFile[]
   /** Said beside it in the app and the CLI (e.g. what to restart). */
   note: string
   /**

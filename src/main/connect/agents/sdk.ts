@@ -17,10 +17,18 @@ function bashLoginProfile(ctx: ConnectContext): string {
   return files.find((f) => existsSync(f)) ?? files[0]
 }
 
-/** The profile of the user's login shell (`$SHELL`): zsh, bash, fish, else ~/.profile. */
-export function shellProfile(ctx: ConnectContext): { path: string; syntax: 'posix' | 'fish' } {
+/**
+ * The profile of the user's login shell (`$SHELL`): zsh, bash, fish, else ~/.profile. For zsh
+ * where ZDOTDIR is not set (the app started from the Dock or a menu), a `.zshrc` the connection's
+ * record names (`recorded`): connected from a terminal where ZDOTDIR was, it is the one zsh reads,
+ * which ~/.zshrc, derived here, may not be.
+ */
+export function shellProfile(ctx: ConnectContext, recorded: readonly string[] = []): { path: string; syntax: 'posix' | 'fish' } {
   const shell = basename(ctx.env.SHELL ?? '')
-  if (shell === 'zsh') return { path: join(ctx.env.ZDOTDIR || ctx.home, '.zshrc'), syntax: 'posix' }
+  if (shell === 'zsh') {
+    const kept = ctx.env.ZDOTDIR ? undefined : recorded.find((p) => basename(p) === '.zshrc')
+    return { path: kept ?? join(ctx.env.ZDOTDIR || ctx.home, '.zshrc'), syntax: 'posix' }
+  }
   if (shell === 'bash') return { path: ctx.platform === 'darwin' ? bashLoginProfile(ctx) : join(ctx.home, '.bashrc'), syntax: 'posix' }
   if (shell === 'fish') return { path: join(xdgConfig(ctx), 'fish', 'conf.d', 'burnrate.fish'), syntax: 'fish' }
   return { path: join(ctx.home, '.profile'), syntax: 'posix' }
@@ -33,7 +41,8 @@ export function shellProfile(ctx: ConnectContext): { path: string; syntax: 'posi
  * variables are not set in any terminal. Null otherwise.
  */
 function zdotdirNote(ctx: ConnectContext, f: AgentFile): string | null {
-  if (basename(ctx.env.SHELL ?? '') !== 'zsh' || ctx.env.ZDOTDIR) return null
+  // Only ~/.zshrc: a .zshrc elsewhere is one recorded from a terminal where ZDOTDIR was set (shellProfile).
+  if (basename(ctx.env.SHELL ?? '') !== 'zsh' || ctx.env.ZDOTDIR || f.path !== join(ctx.home, '.zshrc')) return null
   let zshenv: Buffer | null
   try {
     zshenv = readBytes(join(ctx.home, '.zshenv'))
@@ -74,8 +83,8 @@ export const sdk: AgentConnector = {
   name: 'SDK scripts (shell profile)',
   recordedAs: ['openai-sdk', 'anthropic-sdk'],
   installed: (ctx) => ctx.platform !== 'win32',
-  files(ctx, url) {
-    const { path, syntax } = shellProfile(ctx)
+  files(ctx, url, recorded) {
+    const { path, syntax } = shellProfile(ctx, recorded)
     return [
       {
         path,
