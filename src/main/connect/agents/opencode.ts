@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { jsonFormat } from '../formats/json'
 import { anyExists, onPath, xdgConfig } from '../paths'
 import type { AgentConnector, ConnectContext } from '../types'
+import { opencodeOverrideNote } from './opencode-override'
 
 /** opencode's global config: the first of opencode.jsonc, opencode.json, config.json that exists, else opencode.json. */
 function configFile(ctx: ConnectContext): string {
@@ -29,5 +30,8 @@ export const opencode: AgentConnector = {
       settings: [{ key: ['provider', 'anthropic', 'options', 'baseURL'], value: `${url}/v1` }],
     },
   ],
+  // Config opencode reads after that file ($OPENCODE_CONFIG, ~/.opencode, …) setting another
+  // baseURL wins over it: connected all the same, and said (./opencode-override.ts).
+  bypassNote: (ctx, f, _doc, url) => opencodeOverrideNote(ctx, f, url),
   note: 'Applies to opencode sessions started from now on, for its Anthropic provider (a project opencode.json can override it).',
 }
