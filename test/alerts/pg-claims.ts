@@ -27,8 +27,8 @@ export async function claimReady(s: ClaimServer, warm: string): Promise<void> {
   await eventually(() => (budgetsOf(s.server.context).feed?.stats.reloads ?? 0) > 0, 20_000)
 }
 
-/** A webhook that takes each POST while `state.up` (recording its body), and answers 500 otherwise. */
-export async function claimHook(up = true) {
+/** A webhook that takes each POST while `state.up` (recording its body), and answers 500 otherwise; on `port` if given. */
+export async function claimHook(up = true, port = 0) {
   const got: any[] = []
   const state = { up, posts: 0 }
   const server = http.createServer(async (req, res) => {
@@ -39,7 +39,7 @@ export async function claimHook(up = true) {
     got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
     res.writeHead(204).end()
   })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
   return { url, got, state, close: () => new Promise<void>((r) => server.close(() => r())) }
 }

@@ -92,6 +92,8 @@ export class WebhookSender {
   private readonly abandoned = new WeakSet<Delivery>()
   /** Deliveries an attempt of which failed with no answer after it may have been sent (`mayHaveReached`). */
   private readonly unanswered = new WeakSet<Delivery>()
+  /** Deliveries whose last attempt failed before a connection was made: that attempt sent nothing. */
+  private readonly unconnected = new WeakSet<Delivery>()
   private closed = false
   /** Aborted CLOSE_WAIT_MS into close(): cuts the attempts still under way. */
   private readonly cut = new AbortController()
@@ -184,6 +186,7 @@ export class WebhookSender {
   private async post(to: Address, body: string, d: Delivery): Promise<void> {
     d.attempts++
     let asked: number | null = null
+    this.unconnected.delete(d)
     try {
       const res = await request(to.url, {
         method: 'POST',
@@ -201,7 +204,8 @@ export class WebhookSender {
     } catch (err) {
       d.last_status = null
       d.last_error = (err as Error)?.message ?? String(err)
-      if (!notConnected(err)) this.unanswered.add(d)
+      if (notConnected(err)) this.unconnected.add(d)
+      else this.unanswered.add(d)
     }
     d.updated_at = new Date().toISOString()
     if (d.last_error === null) {
@@ -265,8 +269,9 @@ export class WebhookSender {
   /**
    * Stops retrying (retries not yet due are dropped) and waits for attempts under way, CLOSE_WAIT_MS
    * at most (at shutdown). Returns the deliveries never sent: those whose retry was dropped, and
-   * those whose attempt under way the webhook then refused with a status (no retry follows it
-   * either). One cut or failed without an answer is not among them: the webhook may have taken it.
+   * those whose attempt under way then failed with nothing sent (no retry follows it either): the
+   * webhook refused it with a status, or no connection was made (refused, no such host). One cut or
+   * failed without an answer is not among them: the webhook may have taken it.
    */
   async close(): Promise<Delivery[]> {
     this.closed = true
@@ -283,7 +288,7 @@ export class WebhookSender {
     const timer = setTimeout(() => this.cut.abort(new Error('Burnrate shut down before the webhook answered')), CLOSE_WAIT_MS)
     await Promise.allSettled([...this.running.keys()])
     clearTimeout(timer)
-    for (const d of underWay) if (d.status === 'failed' && d.last_status !== null) dropped.push(d)
+    for (const d of underWay) if (d.status === 'failed' && (d.last_status !== null || this.unconnected.has(d))) dropped.push(d)
     return dropped
   }
 }
