@@ -146,15 +146,17 @@ export class AlertClaims {
 
   /**
    * Stops saying this instance is alive (the server's close, once it has let go the claims of the
-   * alerts it dropped) and settles the claims it holds still: an attempt cut there (the webhook may
-   * have taken it) is sent by no instance, as before; held on, it would be taken over as a dead
-   * instance's and sent again.
+   * alerts it dropped) and settles the claims it holds still, and once more those whose settle
+   * failed before: an attempt cut there (the webhook may have taken it) is sent by no instance, as
+   * before; held on, it would be taken over as a dead instance's and sent again. A settle the
+   * database does not take here is not tried again: that claim is taken over DEAD_AFTER_S on and
+   * its alert sent again (twice rather than never, as whenever the database cannot be asked).
    */
   async close(): Promise<void> {
     this.closed = true
     if (this.alive) clearTimeout(this.alive)
     this.alive = null
-    await this.settle([...this.holding.values()])
+    await this.settle([...this.holding.values(), ...this.unsettled.values()])
   }
 
   /**
