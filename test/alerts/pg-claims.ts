@@ -5,7 +5,9 @@ import { budgetsOf } from '../../src/main/budgets'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { getJson } from '../dashboard/seed'
 import { eventually, postJson } from '../support/http'
-import type { pgBudgetServer } from '../budgets/support'
+import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
+import type { PgHarness } from '../support/pg-harness'
+import { receiver } from './support'
 
 /** The alert-claims tests' instances on one PostgreSQL, their calls (keys `sk-claim-*`) and their meters. */
 export type ClaimServer = Awaited<ReturnType<typeof pgBudgetServer>>
@@ -42,4 +44,22 @@ export async function claimHook(up = true, port = 0) {
   await new Promise<void>((r) => server.listen(port, '127.0.0.1', r))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
   return { url, got, state, close: () => new Promise<void>((r) => server.close(() => r())) }
+}
+
+/**
+ * Two instances on one new database with a `sk-claim-*` warn rule (alert at 50% of 4 calls) and a
+ * JSON webhook, each having counted a call of its own: the set-up of the settle tests.
+ */
+export async function twoClaimServers(h: PgHarness) {
+  const hook = await receiver()
+  h.onTeardown(() => hook.close())
+  const url = h.database()
+  const budgets = { rules: [{ api_key_pattern: 'sk-claim-*', daily_limit_usd: NANO_COST * 4, action: 'warn', alert_at_pct: [0.5] }] }
+  const config = { budgets, alerts: { webhooks: [{ url: `${hook.url}/hook`, format: 'json' }] } }
+  const a = await pgBudgetServer(h, url, config)
+  const b = await pgBudgetServer(h, url, config)
+  replayJson(h.upstream, NANO_FIXTURE)
+  await claimReady(a, 'sk-claim-warm-0001')
+  await claimReady(b, 'sk-claim-warm-0002')
+  return { hook, url, config, a, b }
 }

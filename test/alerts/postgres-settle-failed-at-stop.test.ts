@@ -3,9 +3,7 @@ import { alertsOf } from '../../src/main/alerts'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { eventually } from '../support/http'
 import { until, usePostgres } from '../support/pg-harness'
-import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
-import { type ClaimServer, claimCall, claimReady } from './pg-claims'
-import { receiver } from './support'
+import { type ClaimServer, claimCall, twoClaimServers } from './pg-claims'
 
 /**
  * On PostgreSQL a delivered alert's claim whose settle the database did not take is settled again,
@@ -16,21 +14,11 @@ import { receiver } from './support'
  */
 
 const h = usePostgres()
-const budgets = { rules: [{ api_key_pattern: 'sk-claim-*', daily_limit_usd: NANO_COST * 4, action: 'warn', alert_at_pct: [0.5] }] }
-
 const thresholds = (s: ClaimServer) => alertsOf(s.server.context).webhooks.deliveries().filter((d) => d.type === 'budget.threshold')
 
 describe('a delivered alert whose claim was not settled yet at shutdown (PostgreSQL)', () => {
   it('is settled by the shutdown, not taken over and sent again', async () => {
-    const hook = await receiver()
-    h.onTeardown(() => hook.close())
-    const url = h.database()
-    const config = { budgets, alerts: { webhooks: [{ url: `${hook.url}/hook`, format: 'json' }] } }
-    const a = await pgBudgetServer(h, url, config)
-    const b = await pgBudgetServer(h, url, config)
-    replayJson(h.upstream, NANO_FIXTURE)
-    await claimReady(a, 'sk-claim-warm-0001')
-    await claimReady(b, 'sk-claim-warm-0002')
+    const { hook, a, b } = await twoClaimServers(h)
     // Every settle fails while `settle_blocked` holds a row; each try counted (a sequence: not rolled back).
     await a.store.run('CREATE TABLE settle_blocked (x int)')
     await a.store.run('INSERT INTO settle_blocked VALUES (1)')

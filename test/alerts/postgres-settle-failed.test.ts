@@ -3,9 +3,7 @@ import { alertsOf } from '../../src/main/alerts'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { eventually } from '../support/http'
 import { until, usePostgres } from '../support/pg-harness'
-import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
-import { type ClaimServer, claimCall, claimReady } from './pg-claims'
-import { receiver } from './support'
+import { type ClaimServer, claimCall, twoClaimServers } from './pg-claims'
 
 /**
  * On PostgreSQL the instance that sends a crossing settles its claim once the webhook took it, and
@@ -17,21 +15,11 @@ import { receiver } from './support'
  */
 
 const h = usePostgres()
-const budgets = { rules: [{ api_key_pattern: 'sk-claim-*', daily_limit_usd: NANO_COST * 4, action: 'warn', alert_at_pct: [0.5] }] }
-
 const thresholds = (s: ClaimServer) => alertsOf(s.server.context).webhooks.deliveries().filter((d) => d.type === 'budget.threshold')
 
 describe('a delivered alert whose claim could not be settled at once (PostgreSQL)', () => {
   it('is not taken over and sent again by the instance standing by for it', async () => {
-    const hook = await receiver()
-    h.onTeardown(() => hook.close())
-    const url = h.database()
-    const config = { budgets, alerts: { webhooks: [{ url: `${hook.url}/hook`, format: 'json' }] } }
-    const a = await pgBudgetServer(h, url, config)
-    const b = await pgBudgetServer(h, url, config)
-    replayJson(h.upstream, NANO_FIXTURE)
-    await claimReady(a, 'sk-claim-warm-0001')
-    await claimReady(b, 'sk-claim-warm-0002')
+    const { hook, a, b } = await twoClaimServers(h)
     // The first settle of a claim fails (a sequence: not rolled back with the failed UPDATE).
     await a.store.run('CREATE SEQUENCE settle_tries')
     await a.store.run(`CREATE FUNCTION settle_fails_once() RETURNS trigger LANGUAGE plpgsql AS $$
