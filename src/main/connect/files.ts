@@ -8,13 +8,8 @@ import { dirname, resolve } from 'node:path'
  * U+FFFD, and be written so to the file and its backup, lost for good.
  */
 export function readText(path: string): string | null {
-  let bytes: Buffer
-  try {
-    bytes = readRegular(path)
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
-    throw err
-  }
+  const bytes = readBytes(path)
+  if (bytes === null) return null
   if (!isUtf8(bytes)) throw Object.assign(new Error(`${path} is not UTF-8 text`), { code: 'ENOTUTF8' })
   return bytes.toString('utf8')
 }
