@@ -15,10 +15,19 @@ export interface Cached {
   bundled?: string
   /** Checked model by model when downloaded (`unchargedReason`); copies kept before that check existed lack it and are checked so when loaded. */
   charges_checked?: boolean
+  /** `provider model` of each entry kept from the data in use because the download lacks it (./keep-known.ts); absent in copies written before entries were kept. */
+  kept?: string[]
   providers: Provider[]
 }
 
 let bundledPrintMemo: string | null = null
+let bundledMemo: Provider[] | null = null
+
+/** The bundled price data: the first data it is called with, taken before any newer data replaces it. */
+export function bundledData(data: Provider[]): Provider[] {
+  bundledMemo ??= data
+  return bundledMemo
+}
 
 /**
  * A fingerprint of the bundled price data (its providers' and models' ids), taken once, before

@@ -8,7 +8,8 @@ import { MAX_PRICE_MOVE, unchargedReason } from './check-charges'
 import { refuseReason } from './check-data'
 import { loadPriceLibrary, PRICE_DATA_URL, whenPriceLibraryLoaded } from './library'
 import { shownUrl } from './mirror-url'
-import { bundledPrint, type Cached, PRICES_FILE, readCache, writeCache } from './update-cache'
+import { keepKnown, withoutKept } from './keep-known'
+import { bundledData, bundledPrint, type Cached, PRICES_FILE, readCache, writeCache } from './update-cache'
 import { downloadPrices } from './update-download'
 
 export { PRICES_FILE } from './update-cache'
@@ -62,6 +63,10 @@ export class PriceUpdater {
   private failures = 0
   private readonly state: PriceDataStatus
   private bundled = ''
+  /** The bundled data, whose every price newer data keeps (./keep-known.ts). */
+  private bundledProviders: Provider[] = []
+  /** `provider model` of the entries the data in use keeps from before because its download lacks them. */
+  private kept: string[] = []
   /** When the kept copy in use was fetched (`loadCache`), in ms. */
   private keptFetchedAt = 0
 
@@ -79,7 +84,8 @@ export class PriceUpdater {
   private readonly ready = loadOnce(() =>
     loadPriceLibrary().then(async (lib) => {
       // Taken before any newer data is set (only an updater sets it, after this).
-      this.bundled = bundledPrint((await lib.waitForUpdate()) ?? [])
+      this.bundledProviders = bundledData((await lib.waitForUpdate()) ?? [])
+      this.bundled = bundledPrint(this.bundledProviders)
       lib.updatePrices(({ setProviderData }) => {
         // Synchronous: the library validates and swaps the data, or throws and keeps what it had.
         this.set = (data) => setProviderData(data)
@@ -156,8 +162,15 @@ export class PriceUpdater {
       this.opts.log?.info(`prices: not using ${this.file} (${older}); keeping the bundled data`)
       return false
     }
-    if (this.closed || !this.apply(cached.providers)) return false
-    if (unchecked) await this.writeCache({ ...cached, charges_checked: true })
+    // A copy kept before entries were kept (./keep-known.ts) may lack models the bundled data prices.
+    const known = keepKnown(lib, cached.providers, inUse, this.bundledProviders)
+    if (this.closed || !this.apply(known.data)) return false
+    const before = Array.isArray(cached.kept) ? cached.kept.filter((k) => typeof k === 'string') : []
+    const newly = known.kept.filter((k) => !before.includes(k))
+    this.sayKept(this.file, newly)
+    this.kept = [...before, ...newly]
+    // Kept as checked, and naming what it keeps: the next start says nothing again.
+    if (unchecked || newly.length) await this.writeCache({ ...cached, charges_checked: true, kept: this.kept })
     this.state.source = 'cached'
     this.state.updated_at = cached.updated_at ?? null
     const fetched = Date.parse(cached.fetched_at)
@@ -204,17 +217,23 @@ export class PriceUpdater {
       if (this.closed) return false
       const lib = await loadPriceLibrary()
       const inUse = (await lib.waitForUpdate()) ?? []
-      const shape = refuseReason(lib, data, inUse)
-      const charges = shape ? null : await unchargedReason(lib, data as Provider[], inUse)
+      // Checked against the data as last downloaded: the entries kept from before are no model the download lost.
+      const last = withoutKept(inUse, this.kept)
+      const shape = refuseReason(lib, data, last)
+      const charges = shape ? null : await unchargedReason(lib, data as Provider[], last)
       const refused = shape ?? charges!.refused
       if (refused) throw new Error(`the price data was refused: ${refused}`)
       if (this.closed) return false
-      if (!this.apply(data as Provider[], true)) return false
+      const known = keepKnown(lib, data as Provider[], inUse, this.bundledProviders)
+      if (!this.apply(known.data, true)) return false
       this.state.source = 'updated'
       this.state.updated_at = published
       this.recovered()
-      await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, charges_checked: true, providers: data as Provider[] })
+      const newly = known.kept.filter((k) => !this.kept.includes(k))
+      this.kept = known.kept
+      await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, charges_checked: true, kept: known.kept, providers: known.data })
       this.opts.log?.info(`prices: updated from ${this.shown} (data of ${published})`)
+      this.sayKept('the new data', newly)
       for (const m of charges!.madeFree) this.opts.log?.warn(`prices: the new data makes ${m} free: it is charged $0 from now on (a price in pricing.overrides or the admin API wins)`)
       for (const m of charges!.leftUnpriced) this.opts.log?.warn(`prices: the new data has no price for ${m}: its calls are recorded unpriced from now on (a price in pricing.overrides or the admin API prices them)`)
       for (const m of charges!.pricedAs) this.opts.log?.warn(`prices: the new data prices ${m} (an earlier entry's match takes its name; a price in pricing.overrides or the admin API wins)`)
@@ -236,6 +255,11 @@ export class PriceUpdater {
     if (this.failures > 0) this.opts.log?.info(`prices: ${this.shown} answers again after ${this.failures} failed check(s)`)
     this.failures = 0
     this.state.last_error = null
+  }
+
+  /** Logs each entry newly kept from the data in use (./keep-known.ts), once: a mirror behind stays so day after day. */
+  private sayKept(from: string, newly: string[]): void {
+    for (const m of newly) this.opts.log?.warn(`prices: ${from} has no entry for ${m}, which the bundled data prices: its price in use is kept (a price in pricing.overrides or the admin API wins)`)
   }
 
   /** When the data in use was published; 0 for the bundled data, or a copy kept dated ahead of now by an earlier release (any download is newer). */

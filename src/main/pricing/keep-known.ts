@@ -1,0 +1,57 @@
+import type { Provider } from '@pydantic/genai-prices'
+import { usablePrices } from './check-data'
+import type { PriceLibrary } from './library'
+
+/**
+ * Newer price data never takes away a price the bundled data has by leaving its model out. The
+ * bundled data has no date a download's Last-Modified could be compared with, so a mirror behind
+ * it (or a private copy nobody refreshed) that lacks a provider's newest models, too few to look
+ * cut short (./check-data.ts), would leave their calls unpriced from then on. Each model the bundled data prices whose name no
+ * entry of `next` takes (in the provider's list or a fallback provider's: a model renamed upstream,
+ * its old name in the new entry's `match`, is priced by `next`) keeps its entry in the data in
+ * use (the bundled one where that lacks it), appended after `next`'s own models.
+ */
+export interface KeptKnown {
+  /** `next` with the kept entries appended to their providers' lists. */
+  data: Provider[]
+  /** `provider model` of each kept entry. */
+  kept: string[]
+}
+
+export function keepKnown(lib: PriceLibrary, next: Provider[], inUse: Provider[], bundled: Provider[]): KeptKnown {
+  const kept: string[] = []
+  const data = next.map((p) => {
+    const fromBundle = bundled.find((b) => b.id === p.id)
+    if (!fromBundle) return p
+    const listed = new Set(p.models.map((m) => m.id))
+    const current = new Map((inUse.find((c) => c.id === p.id)?.models ?? []).map((m) => [m.id, m]))
+    // Where the library looks a name up in `next`: the provider's own list, then each of its fallbacks'.
+    const lists = [p, ...(p.fallback_model_providers ?? []).map((f) => next.find((q) => q.id === f)).filter((q) => q !== undefined)]
+    const added = fromBundle.models
+      .filter((m) => usablePrices(m.prices) && !listed.has(m.id) && !lists.some((list) => takes(lib, list, m.id)))
+      .map((m) => {
+        const now = current.get(m.id)
+        return now && usablePrices(now.prices) ? now : m
+      })
+    if (added.length === 0) return p
+    kept.push(...added.map((m) => `${p.id} ${m.id}`))
+    return { ...p, models: [...p.models, ...added] }
+  })
+  return { data, kept }
+}
+
+/** Whether an entry of `provider`'s own list takes the name `id`. */
+function takes(lib: PriceLibrary, provider: Provider, id: string): boolean {
+  try {
+    return Boolean(lib.calcPrice({ input_tokens: 1, output_tokens: 1 }, id, { provider: { ...provider, fallback_model_providers: undefined } })?.model)
+  } catch {
+    return false
+  }
+}
+
+/** `data` without the entries `kept` names: the data as it was downloaded, before keepKnown. */
+export function withoutKept(data: Provider[], kept: readonly string[]): Provider[] {
+  if (kept.length === 0) return data
+  const names = new Set(kept)
+  return data.map((p) => (p.models.some((m) => names.has(`${p.id} ${m.id}`)) ? { ...p, models: p.models.filter((m) => !names.has(`${p.id} ${m.id}`)) } : p))
+}
