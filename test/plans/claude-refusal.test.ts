@@ -7,7 +7,7 @@ import { type TestServer, startTestServer } from '../support/server'
 // A Claude plan out of its allowance: Anthropic refuses the call with 429 and says so in the
 // account-wide unified headers, as Claude Code reads them (claudeAiLimits: `-status: rejected`,
 // `-reset` when calls are allowed again, `-representative-claim` naming the window that is used
-// up, `five_hour`, `seven_day`, `seven_day_opus`…). The window the refusal names is full until
+// up, `five_hour`, `seven_day`, `seven_day_overage_included`, `seven_day_opus`…). The window the refusal names is full until
 // that reset, whether or not the answer also carries that claim's utilization.
 
 const RESET = Math.floor((Date.now() + 2 * 3600_000) / 1000)
@@ -93,6 +93,44 @@ describe('a Claude plan refused for its used-up window', () => {
       // The other window is as it was.
       expect(ws.find((w) => w.name === '7d')).toMatchObject({ utilization: 0.3, status: 'allowed' })
       expect(alerts.map((a) => [a.window, a.threshold])).toEqual([['5h', 0.8], ['5h', 0.95]])
+    } finally {
+      off()
+    }
+  })
+
+  it("a refusal naming seven_day_overage_included fills the 7d_oi window the headers report it under, and no other", async () => {
+    // Claude Code 2.1.337 reads that claim's figures from `anthropic-ratelimit-unified-7d_oi-*`
+    // (its table: five_hour 5h, seven_day 7d, seven_day_overage_included 7d_oi), the window the
+    // dashboard shows; the refusal names it by its long name.
+    const alerts: PlanAlert[] = []
+    const off = t.server.context.plans!.onAlert((a) => alerts.push(a))
+    try {
+      reply = () => ({
+        status: 200,
+        headers: {
+          'content-type': 'application/json',
+          'anthropic-ratelimit-unified-status': 'allowed_warning',
+          'anthropic-ratelimit-unified-representative-claim': 'seven_day_overage_included',
+          'anthropic-ratelimit-unified-5h-utilization': '0.1',
+          'anthropic-ratelimit-unified-5h-reset': String(RESET),
+          'anthropic-ratelimit-unified-7d-utilization': '0.4',
+          'anthropic-ratelimit-unified-7d-reset': String(RESET + 4 * 86_400),
+          'anthropic-ratelimit-unified-7d_oi-utilization': '0.9',
+          'anthropic-ratelimit-unified-7d_oi-reset': String(RESET + 4 * 86_400),
+          'anthropic-ratelimit-unified-7d_oi-status': 'allowed_warning',
+        },
+        body: OK_BODY,
+      })
+      expect((await call('sk-ant-oat01-refused-plan-token-dddd')).status).toBe(200)
+      expect((await windowsOf('sk-…dddd')).map((w) => w.name)).toEqual(['5h', '7d', '7d_oi'])
+      reply = () => refusal('seven_day_overage_included', { 'anthropic-ratelimit-unified-reset': String(RESET + 4 * 86_400) })
+      expect((await call('sk-ant-oat01-refused-plan-token-dddd')).status).toBe(429)
+      await expect.poll(async () => (await windowsOf('sk-…dddd')).find((w) => w.name === '7d_oi')?.utilization, { timeout: 10_000 }).toBe(1)
+      const ws = await windowsOf('sk-…dddd')
+      expect(ws.map((w) => w.name)).toEqual(['5h', '7d', '7d_oi'])
+      expect(ws.find((w) => w.name === '7d_oi')).toMatchObject({ utilization: 1, status: 'rejected', resets_at: new Date((RESET + 4 * 86_400) * 1000).toISOString() })
+      // One window: each threshold told once.
+      expect(alerts.map((a) => [a.window, a.threshold])).toEqual([['7d_oi', 0.8], ['7d_oi', 0.95]])
     } finally {
       off()
     }

@@ -8,14 +8,20 @@ const FIELD = /^(.+)-(utilization|reset|status|surpassed-threshold)$/
 const WINDOW_CLAIM = /^(5h|7d)(_|$)/
 
 /**
+ * Long claim names whose per-claim headers are not `7d_` and the rest: Claude Code 2.1.337 reads
+ * `seven_day_overage_included` (its "Fable limit") from `anthropic-ratelimit-unified-7d_oi-*`.
+ */
+const SHORT_CLAIM: Record<string, string> = { five_hour: '5h', seven_day: '7d', seven_day_overage_included: '7d_oi' }
+
+/**
  * The window a claim's long name is reported under: `representative-claim` says `five_hour`,
- * `seven_day`, `seven_day_opus`… where the per-claim headers say `5h`, `7d`, `7d_opus`; null for
- * a claim that is no window (`overage`).
+ * `seven_day`, `seven_day_overage_included`, `seven_day_opus`… where the per-claim headers say
+ * `5h`, `7d`, `7d_oi`, `7d_opus`; null for a claim that is no window (`overage`).
  */
 function windowOfClaim(claim: string | undefined): string | null {
-  if (claim === 'five_hour') return '5h'
-  if (claim === 'seven_day') return '7d'
-  if (claim?.startsWith('seven_day_')) return `7d_${claim.slice('seven_day_'.length)}`
+  if (claim === undefined) return null
+  if (Object.hasOwn(SHORT_CLAIM, claim)) return SHORT_CLAIM[claim]
+  if (claim.startsWith('seven_day_')) return `7d_${claim.slice('seven_day_'.length)}`
   return null
 }
 
