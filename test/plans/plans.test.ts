@@ -169,6 +169,34 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     await expect.poll(() => view?.tooltip ?? '', { timeout: 10_000 }).toMatch(/5h 97%/)
   })
 
+  it('Codex on a plan of one window: the empty second slot the ChatGPT backend sends (0%, 0 minutes, no reset) is no window, as Codex reads it', async () => {
+    // The headers as the ChatGPT backend sends them to a plan with a weekly window alone (codex-rs
+    // rate_limits.rs parse_rate_limit_window: a slot at 0% with no length and no reset has no data).
+    meterHeaders = () => ({
+      'x-codex-plan-type': 'plus',
+      'x-codex-active-limit': 'premium',
+      'x-codex-primary-used-percent': '4',
+      'x-codex-primary-window-minutes': '10080',
+      'x-codex-primary-reset-after-seconds': '550037',
+      'x-codex-primary-reset-at': soon(550_037_000),
+      'x-codex-secondary-used-percent': '0',
+      'x-codex-secondary-window-minutes': '0',
+      'x-codex-secondary-reset-at': '',
+      'x-codex-credits-has-credits': 'False',
+      'x-codex-credits-balance': '',
+      'x-codex-credits-unlimited': 'False',
+    })
+    const r = await postJson(`${t.url}/chatgpt/codex/responses`, { model: 'gpt-4o', stream: true, input: 'hi' }, {
+      authorization: 'Bearer eyJhbGciOiJSUzI1NiJ9.chatgpt-access-token.wkly',
+      'chatgpt-account-id': 'acct_weekly_only',
+    })
+    expect(r.status).toBe(200)
+    const acct = (await plans()).find((a) => a.provider === 'chatgpt' && a.account_hint.endsWith('wkly'))
+    expect(acct.windows.map((w: any) => [w.name, w.utilization, w.window_minutes])).toEqual([['7d', 0.04, 10080]])
+    const metrics = (await request(`${t.url}/metrics`)).text
+    expect(metrics.split('\n').filter((l) => l.startsWith('burnrate_plan_utilization_ratio{') && l.includes('wkly'))).toHaveLength(1)
+  })
+
   it('Codex calls a second apart in one 5-hour window, each saying how many seconds are left until its reset, notify once', async () => {
     const log = new PlanNoticeLog()
     const notified: string[] = []

@@ -18,7 +18,7 @@ function nameOf(slot: string, minutes: number | null, limit: string): string {
  * `x-<limit>-secondary-*` (the default family is `codex`): `used-percent` (0..100),
  * `window-minutes`, `reset-at` (epoch seconds; older servers send `reset-after-seconds`), and
  * `x-<limit>-limit-name`; `x-codex-credits-*`, `x-codex-active-limit` and every other `x-codex-`
- * header are kept in `details`.
+ * header are kept in `details`. A slot at 0% with no length and no reset is no window.
  */
 export function readCodex(headers: IncomingHttpHeaders, now = Date.now()): MeterReading | null {
   const windows: MeterWindow[] = []
@@ -36,6 +36,9 @@ export function readCodex(headers: IncomingHttpHeaders, now = Date.now()): Meter
     const after = num(header(headers, `${prefix}reset-after-seconds`))
     if (resets === null && after !== null) resets = now + after * 1000
     for (const f of ['used-percent', 'window-minutes', 'reset-at', 'reset-after-seconds']) used.add(`${prefix}${f}`)
+    // A slot at 0% with no length and no reset is no window (a plan with one window is sent its
+    // second slot so: `0`, `0`, an empty reset-at), as codex-rs's parse_rate_limit_window reads it.
+    if (pct === 0 && !minutes && resets === null) continue
     windows.push({
       name: nameOf(slot, minutes, limit),
       utilization: Math.min(100, Math.max(0, pct)) / 100,
