@@ -25,6 +25,8 @@ let eventReset = reset
 let limitReached = false
 /** Whether the upgrade answer carries the x-codex headers. */
 let upgradeMeter = true
+/** The refusal frame's name for its status: `status`, or `status_code` (which codex-rs takes as its alias). */
+let statusKey = 'status'
 
 beforeAll(async () => {
   up = await startWsUpstream({
@@ -38,7 +40,7 @@ beforeAll(async () => {
           // answer's status and the x-codex headers (window-minutes a JSON number, no reset-at).
           ws.send(JSON.stringify({
             type: 'error',
-            status: 429,
+            [statusKey]: 429,
             error: { type: 'usage_limit_reached', message: 'The usage limit has been reached', plan_type: 'plus', resets_at: reset },
             headers: { 'x-codex-primary-used-percent': '100.0', 'x-codex-primary-window-minutes': 300 },
           }))
@@ -144,6 +146,23 @@ describe('Codex with ChatGPT over WebSocket', () => {
     } finally {
       upgradeMeter = true
       limitReached = false
+    }
+  })
+
+  it('a refusal frame naming its status status_code (as codex-rs reads it too) is recorded as the 429 it is, its window full', async () => {
+    limitReached = true
+    statusKey = 'status_code'
+    try {
+      await oneCall('/chatgpt/codex/responses', 'eyJ.chatgpt.ws-token-mmmm', 'acct_ws_status_code', 1)
+      const window = async () =>
+        (await request(`${t.url}/api/dashboard/plans`)).json().accounts.find((a: any) => a.account_hint === 'eyJ…mmmm')?.windows[0]
+      await eventually(async () => (await window())?.utilization === 1, 10_000)
+      await t.server.ledger.flush()
+      const row = t.server.db.prepare('SELECT status, error FROM calls ORDER BY id DESC LIMIT 1').get()
+      expect(row).toMatchObject({ status: 429 })
+    } finally {
+      limitReached = false
+      statusKey = 'status'
     }
   })
 

@@ -42,10 +42,15 @@ export function responseIdOf(text: string): string | null {
   return m ? m[1] : null
 }
 
-/** The HTTP status an upstream `error` frame stands for (its `status`), 500 when it names none. */
+/**
+ * The HTTP status an upstream `error` frame stands for (its `status`, or `status_code`, as the
+ * ChatGPT backend names it in a refusal and codex-rs reads it: `#[serde(alias = "status_code")]`),
+ * 500 when it names none.
+ */
 export function errorStatus(text: string): number {
   try {
-    const st = JSON.parse(text).status
+    const ev = JSON.parse(text)
+    const st = ev.status ?? ev.status_code
     if (typeof st === 'number' && st >= 400 && st < 600) return st
   } catch {
     // none
