@@ -74,7 +74,7 @@ export const useDashboard = defineStore('dashboard', () => {
    */
   const history = ref<{ key: string; calls: boolean } | null>(null)
 
-  /** Rows asked for in the long lists: the top 100 until the user asks for more (up to 1,000). */
+  /** Rows asked for in the long lists: the top 100 until the user asks for more (up to 1,000), until a filter they answer changes. */
   const limits = reactive({ costs: LIST_LIMIT_DEFAULT, sessions: LIST_LIMIT_DEFAULT })
 
   let generation = 0
@@ -181,10 +181,14 @@ export const useDashboard = defineStore('dashboard', () => {
     return round
   }
 
-  // New filters: forget answers to the old ones and load at once.
+  // New filters: forget answers to the old ones and load at once. A list asked longer starts again
+  // at its first 100 rows when a filter it answers changes (the breakdown answers every filter; the
+  // sessions only the tenant): the 1,000 rows were asked of the old filters, not of these.
   watch(
-    () => filters.key,
-    () => {
+    [() => filters.key, () => filters.tenant],
+    ([, tenant], [, before]) => {
+      limits.costs = LIST_LIMIT_DEFAULT
+      if (tenant !== before) limits.sessions = LIST_LIMIT_DEFAULT
       generation++
       inFlight = null
       void refresh()
