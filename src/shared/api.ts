@@ -376,8 +376,14 @@ export interface SessionRow {
   last_seen_at: string
   requests: number
   cost_usd: number
-  /** Of `requests`, the calls billed per token whose model has no known price: counted as $0 in `cost_usd`. */
+  /** Of `requests`, the calls billed per token whose model has no known price: counted as $0 in `cost_usd` (of the calls retention keeps). */
   unpriced_requests: number
+  /**
+   * Of `requests`, the calls `ledger.retention_days` pruned (a team server's ingested calls older
+   * than it; a session resumed after a week idle): whether they had a price is no longer known, and
+   * `unpriced_requests` does not count them. 0 while every call of the session is kept.
+   */
+  pruned_requests: number
   status: 'active' | 'idle'
 }
 

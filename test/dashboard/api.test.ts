@@ -104,6 +104,7 @@ describe('shapes', () => {
       requests: 2,
       cost_usd: 0.75,
       unpriced_requests: 0,
+      pruned_requests: 0,
       status: 'active',
     })
   })

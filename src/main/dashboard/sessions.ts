@@ -1,7 +1,7 @@
 import { LIST_LIMIT_DEFAULT, type SessionRow, type Sessions } from '../../shared/api'
 import { ACTIVE_MS, type DashDeps } from './deps'
 import { andTenant, bytewise } from './sql'
-import { sessionKey, unpricedSessions } from './unpriced-counts'
+import { prunedSessions, sessionKey, unpricedSessions } from './unpriced-counts'
 
 const DAY = 86_400_000
 
@@ -16,7 +16,8 @@ export const WITH_REQUESTS = ' AND requests > 0'
  * Named sessions with a call in the last 24 h, most recent first, at most `limit` of them (and how many in all). `requests`, `cost_usd` and
  * `started_at` cover the whole session, also the part before the 24 h. A session whose last call is
  * stamped after now (a team member's clock running fast, an imported log) is listed, active: it was
- * left out, calls from before included, until its last call's time came.
+ * left out, calls from before included, until its last call's time came. `unpriced_requests` counts
+ * the calls retention keeps, `pruned_requests` those it pruned (of no price known any more).
  */
 export async function sessions(d: DashDeps, tenant: string | null, now: number, limit = LIST_LIMIT_DEFAULT): Promise<Sessions> {
   const args = { since: now - DAY, tenant, limit }
@@ -41,6 +42,7 @@ export async function sessions(d: DashDeps, tenant: string | null, now: number, 
   // Every call of the sessions listed, from the first call of the oldest.
   const first = rows.reduce((m, r) => Math.min(m, r.first_ts), Number.MAX_SAFE_INTEGER)
   const unpriced = rows.length > 0 ? await unpricedSessions(d.q, first, tenant) : new Map<string, number>()
+  const pruned = await prunedSessions(d.q, rows)
   return {
     sessions: rows.map(
       (r): SessionRow => ({
@@ -52,6 +54,7 @@ export async function sessions(d: DashDeps, tenant: string | null, now: number, 
         requests: r.requests,
         cost_usd: r.cost_usd,
         unpriced_requests: unpriced.get(sessionKey(r)) ?? 0,
+        pruned_requests: pruned.get(sessionKey(r)) ?? 0,
         status: now - r.last_ts < ACTIVE_MS ? 'active' : 'idle',
       }),
     ),

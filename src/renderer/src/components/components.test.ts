@@ -187,6 +187,19 @@ describe('ExpensiveTable and SessionsTable', () => {
     expect(w.find('[data-testid="empty"]').exists()).toBe(false)
     expect(mount(SessionsTable, { props: { sessions: [], loading: false } }).find('[data-testid="empty"]').exists()).toBe(true)
   })
+  it("says how many of a session's calls retention pruned, whose price is no longer known", () => {
+    const base = sessions().sessions[0]
+    const rows = [
+      { ...base, session: 'long', requests: 7, cost_usd: 0.03, unpriced_requests: 1, pruned_requests: 5 },
+      { ...base, session: 'kept', unpriced_requests: 1 },
+    ]
+    const w = mount(SessionsTable, { props: { sessions: rows, loading: false } })
+    const [long, kept] = w.findAll('[data-testid="session-row"]')
+    expect(long.get('[data-testid="pruned-count"]').text()).toBe('5 pruned')
+    expect(long.get('[data-testid="pruned-count"]').attributes('title')).toMatch(/^5 calls of this session were pruned \(ledger\.retention_days\)/)
+    expect(long.get('[data-testid="unpriced-count"]').text()).toBe('+ 1 unpriced')
+    expect(kept.find('[data-testid="pruned-count"]').exists()).toBe(false)
+  })
 })
 
 describe('ConnectPanel', () => {

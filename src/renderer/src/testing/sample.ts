@@ -70,7 +70,7 @@ export const call = (over: Partial<Call> = {}): Call => ({
 
 export const sessions = (): Sessions => ({
   sessions: [
-    { session: 's-1', agent: 'codex', tenant: 'acme', started_at: '2026-11-21T17:00:00.000Z', last_seen_at: '2026-11-21T18:04:00.000Z', requests: 12, cost_usd: 0.5, unpriced_requests: 0, status: 'active' },
+    { session: 's-1', agent: 'codex', tenant: 'acme', started_at: '2026-11-21T17:00:00.000Z', last_seen_at: '2026-11-21T18:04:00.000Z', requests: 12, cost_usd: 0.5, unpriced_requests: 0, pruned_requests: 0, status: 'active' },
   ],
   total: 1,
 })
