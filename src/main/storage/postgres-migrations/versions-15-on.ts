@@ -1,0 +1,100 @@
+import { PLAN_CALLS_INDEX } from '../../dashboard/plan-counts'
+import { UNPRICED_SPEND_INDEX } from '../../dashboard/unpriced-counts'
+import type { PgMigration } from './index'
+
+/**
+ * Versions 15 on, the newest last: indexes the dashboard and budgets read by, retention's mark,
+ * announced thresholds, hashed whole-key spend rows, import claims, superseded imports, and
+ * what an alert claim says of its holder.
+ */
+export const PG_MIGRATIONS_FROM_15: PgMigration[] = [
+  {
+    version: 15,
+    description: 'the calls of a session by time (SQLite version 24): a session cap counts a still-active session whole, however long ago it began',
+    sql: ["CREATE INDEX IF NOT EXISTS calls_session_ts ON calls (session, ts) WHERE session <> ''"],
+  },
+  {
+    version: 16,
+    description: 'the time before which retention pruned calls: an old log entry whose proxied twin is gone is not imported again',
+    // As SQLite's (ledger migration 13). 0 on a database pruned before this: when is not known.
+    sql: [
+      `CREATE TABLE retention_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        pruned_before BIGINT NOT NULL
+      )`,
+      'INSERT INTO retention_state (id, pruned_before) VALUES (1, 0)',
+    ],
+  },
+  {
+    version: 17,
+    description: 'the budget thresholds announced in calendar periods not yet ended (SQLite version 27): not announced again after a restart',
+    // By `until`: the rows of ended periods are deleted as instances save and load (budgets/announced.ts).
+    sql: ['CREATE TABLE budget_announced (id TEXT PRIMARY KEY, until BIGINT NOT NULL)', 'CREATE INDEX budget_announced_until ON budget_announced (until)'],
+  },
+  {
+    version: 18,
+    description: "spend rows of a rule on a whole key name the key by its SHA-256, never the key (budgets/state/pg/sql.ts's ruleKey)",
+    // `["<key>",<scope>]` becomes `["sha256:<hex>",<scope>]`, the text JSON.stringify gives (patterns
+    // are visible ASCII). A row whose key is not such a list (none is written so) is left alone.
+    sql: [
+      `UPDATE budget_spend
+          SET rule_key = '["sha256:' || encode(sha256(convert_to(rule_key::jsonb ->> 0, 'UTF8')), 'hex') || '"' ||
+                         substr(rule_key, length(to_json(rule_key::jsonb ->> 0)::text) + 2)
+        WHERE CASE WHEN rule_key LIKE '["%' THEN right(rule_key::jsonb ->> 0, 1) <> '*' ELSE false END`,
+    ],
+  },
+  {
+    version: 19,
+    description: 'proxied calls matched to a logged call, shared by instances: another machine\'s log is not matched to one again',
+    // By the logged call's keys as `call_key` derives them (importCallKey: `import:` and a SHA-256;
+    // `alias` '' when it has one key): the same log read by another instance still matches it.
+    // No foreign key (a claim racing a retention step would fail): a step deletes its calls' claims.
+    // Calls matched before this version are claimed only in the file of the machine that matched them.
+    sql: ["CREATE TABLE import_claims (call_id BIGINT PRIMARY KEY, key TEXT NOT NULL, alias TEXT NOT NULL DEFAULT '')"],
+  },
+  {
+    version: 20,
+    description: 'an imported call the proxy\'s record of the same answer superseded names that record (SQLite version 28): kept at $0, no request',
+    sql: [
+      'ALTER TABLE calls ADD COLUMN IF NOT EXISTS superseded_by BIGINT',
+      "CREATE INDEX IF NOT EXISTS calls_import_answer ON calls (response_id) WHERE source = 'import' AND response_id <> '' AND superseded_by IS NULL",
+    ],
+  },
+  {
+    version: 21,
+    description: 'the calls of no known price the dashboard\'s spend figures count as $0 (unpriced_requests), by time (SQLite version 31)',
+    sql: [UNPRICED_SPEND_INDEX],
+  },
+  {
+    version: 22,
+    description: 'an alert claim names the claim that holds it (a token each claim won writes): an instance lets go only its own, not one another instance has won since',
+    // Nullable with no default: a catalog change only. Rows claimed before it hold none, and no instance lets them go.
+    sql: 'ALTER TABLE alert_claims ADD COLUMN IF NOT EXISTS owner TEXT',
+  },
+  {
+    version: 23,
+    description: 'the calls of a subscription plan by time (SQLite version 32): the dashboard\'s average cost per call is over the others, counted without reading them',
+    sql: [PLAN_CALLS_INDEX],
+  },
+  {
+    version: 24,
+    description: "a key's spend rows by period and start: an admission counts what calls in flight reserved on the rows of its rule as it was before an edit (its scope or window length), read without the other keys' rows of the day",
+    sql: 'CREATE INDEX IF NOT EXISTS budget_spend_key ON budget_spend (api_key_hash, period, period_start)',
+  },
+  {
+    version: 25,
+    description: "a settlement that added a cost keeps its key, rows and cost while its call is not stored: an admission under the rule edited since counts it, as the edited rule's rows get it only from the stored call",
+    // Nullable with no default: a catalog change only. Markers written before it hold none (their
+    // calls stored long since), and settlements read by no admission.
+    sql: [
+      'ALTER TABLE budget_settled ADD COLUMN IF NOT EXISTS api_key_hash TEXT, ADD COLUMN IF NOT EXISTS spend_ids BIGINT[], ADD COLUMN IF NOT EXISTS cost_usd DOUBLE PRECISION',
+      'CREATE INDEX IF NOT EXISTS budget_settled_owed_key ON budget_settled (api_key_hash, at) WHERE owed',
+    ],
+  },
+  {
+    version: 26,
+    description: 'an alert claim says when its holder last said it is alive: the claim of an instance killed outright is taken over by one standing by, not stood by for until it ages out',
+    // Nullable with no default: a catalog change only. Rows without it (old builds') are never taken over so.
+    sql: 'ALTER TABLE alert_claims ADD COLUMN IF NOT EXISTS alive_at TIMESTAMPTZ',
+  },
+]
