@@ -4,12 +4,12 @@ import { describe, expect, it } from 'vitest'
 import { alertsOf } from '../../src/main/alerts'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ensurePostgresSchema } from '../../src/main/storage/postgres-migrations'
-import { NANO_COST, NANO_FIXTURE, pgBudgetServer } from '../budgets/support'
+import { NANO_FIXTURE, pgBudgetServer } from '../budgets/support'
 import { type BuiltServer, startBuiltServer } from '../load/harness'
 import { fixture } from '../support/fixtures'
-import { downOnceReceiver } from '../support/down-once-receiver'
-import { eventually, postJson } from '../support/http'
+import { eventually } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
+import { killBudgets, killCall, killedRetrySetup } from './pg-kill'
 
 /**
  * On PostgreSQL, the alerts an instance killed outright left in its own file (`alert_outbox`)
@@ -25,8 +25,6 @@ import { usePostgres } from '../support/pg-harness'
 const h = usePostgres({ upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture(NANO_FIXTURE) }) })
 
 const KEY = 'sk-kill-aaaaaaaaaaaa-0003'
-const CALL = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 100 }
-const budgets = { rules: [{ api_key_pattern: 'sk-kill-*', daily_limit_usd: NANO_COST * 2, action: 'warn', alert_at_pct: [0.5] }] }
 
 /** A webhook behind basic auth (alerts:new-5ecret): 401 to any other, each POST it took in `got`. */
 async function authHook() {
@@ -51,31 +49,15 @@ async function authHook() {
 
 describe('an alert sent unasked whose retry was waiting when its PostgreSQL instance was killed', () => {
   it('is sent by that instance started again, once', async () => {
-    const hook = await downOnceReceiver()
-    h.onTeardown(() => hook.close())
-    const url = h.database()
-    const store = h.store(url)
-    const config = {
-      timezone: 'UTC',
-      pricing: { auto_update: false },
-      storage: { url },
-      alerts: { webhooks: [{ url: `${hook.url}/hook`, format: 'json' }], backoff_ms: 60_000, retries: 3 },
-      budgets: { rules: [{ api_key_pattern: 'sk-kill-*', daily_limit_usd: NANO_COST * 2, action: 'warn', alert_at_pct: [0.5] }] },
-    }
+    const { hook, store, config, first } = await killedRetrySetup(h)
     const sent = () => hook.got.filter((g) => g.api_key_hash === hashKey(KEY))
-    const first = await startBuiltServer(config, h.upstream.url)
     let again: BuiltServer | null = null
     try {
       // Claims cannot be made (the query fails): the alert goes unasked.
       await ensurePostgresSchema(store)
       await store.run(`CREATE FUNCTION refuse_claims() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'claims refused'; END $$`)
       await store.run('CREATE TRIGGER refuse_claims BEFORE INSERT ON alert_claims FOR EACH ROW EXECUTE FUNCTION refuse_claims()')
-      const r = await postJson(
-        `${first.url}/v1/chat/completions`,
-        { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 100 },
-        { authorization: `Bearer ${KEY}` },
-      )
-      expect(r.status).toBe(200)
+      expect((await killCall(first.url, KEY)).status).toBe(200)
       // Tried once (the webhook refused it; the retry waits a minute), the call stored: then killed.
       await eventually(() => hook.posts() === 1, 20_000)
       await eventually(async () => (await store.all('SELECT 1 FROM calls')).length === 1, 20_000)
@@ -86,11 +68,7 @@ describe('an alert sent unasked whose retry was waiting when its PostgreSQL inst
       expect(hook.got[0]).toMatchObject({ type: 'budget.threshold', threshold_pct: 0.5, api_key_hash: hashKey(KEY) })
       // Claimed as it is sent: the start's read of the crossing back (and a later one) finds it sent.
       await eventually(async () => (await store.all('SELECT id FROM alert_claims')).length === 1, 20_000)
-      expect((await postJson(
-        `${again.url}/v1/chat/completions`,
-        { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 100 },
-        { authorization: 'Bearer sk-kill-aaaaaaaaaaaa-0004' },
-      )).status).toBe(200)
+      expect((await killCall(again.url, 'sk-kill-aaaaaaaaaaaa-0004')).status).toBe(200)
       await eventually(async () => (await store.all('SELECT 1 FROM calls')).length === 2, 20_000)
       expect(await again.stop()).toBe(0)
       again = await startBuiltServer(config, h.upstream.url, first.dataDir)
@@ -118,14 +96,14 @@ describe('a claimed alert whose retry was waiting when its PostgreSQL instance w
       pricing: { auto_update: false },
       storage: { url },
       alerts: { webhooks: [{ url: hook.url('old-5ecret'), format: 'json' }], backoff_ms: 60_000, retries },
-      budgets,
+      budgets: killBudgets,
     })
-    const b = await pgBudgetServer(h, url, { timezone: 'UTC', budgets, alerts: { webhooks: [{ url: hook.url('new-5ecret'), format: 'json' }], retries: 0 } })
+    const b = await pgBudgetServer(h, url, { timezone: 'UTC', budgets: killBudgets, alerts: { webhooks: [{ url: hook.url('new-5ecret'), format: 'json' }], retries: 0 } })
     const first = await startBuiltServer(config(3), h.upstream.url)
     let again: BuiltServer | null = null
     try {
       // A claims the crossing and is refused (401; its retry waits a minute); B, which lost the claim, stands by.
-      expect((await postJson(`${first.url}/v1/chat/completions`, CALL, { authorization: `Bearer ${key}` })).status).toBe(200)
+      expect((await killCall(first.url, key)).status).toBe(200)
       await eventually(() => hook.state.refused === 1, 20_000)
       await eventually(() => alertsOf(b.server.context).standingBy() === 1, 20_000)
       await first.kill('SIGKILL')

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
-import { NANO_COST, NANO_FIXTURE } from '../budgets/support'
+import { NANO_FIXTURE } from '../budgets/support'
 import { type BuiltServer, startBuiltServer } from '../load/harness'
 import { fixture } from '../support/fixtures'
-import { downOnceReceiver } from '../support/down-once-receiver'
-import { eventually, postJson } from '../support/http'
+import { eventually } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
+import { killCall, killedRetrySetup } from './pg-kill'
 
 /**
  * On PostgreSQL, a threshold's webhook alert whose retry was waiting when the instance that
@@ -20,26 +20,10 @@ const KEY = 'sk-kill-aaaaaaaaaaaa-0002'
 
 describe('a webhook retry waiting when the PostgreSQL instance that claimed it is killed', () => {
   it('is sent by that instance started again, once', async () => {
-    const hook = await downOnceReceiver()
-    h.onTeardown(() => hook.close())
-    const url = h.database()
-    const store = h.store(url)
-    const config = {
-      timezone: 'UTC',
-      pricing: { auto_update: false },
-      storage: { url },
-      alerts: { webhooks: [{ url: `${hook.url}/hook`, format: 'json' }], backoff_ms: 60_000, retries: 3 },
-      budgets: { rules: [{ api_key_pattern: 'sk-kill-*', daily_limit_usd: NANO_COST * 2, action: 'warn', alert_at_pct: [0.5] }] },
-    }
-    const first = await startBuiltServer(config, h.upstream.url)
+    const { hook, store, config, first } = await killedRetrySetup(h)
     let again: BuiltServer | null = null
     try {
-      const r = await postJson(
-        `${first.url}/v1/chat/completions`,
-        { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 100 },
-        { authorization: `Bearer ${KEY}` },
-      )
-      expect(r.status).toBe(200)
+      expect((await killCall(first.url, KEY)).status).toBe(200)
       // Claimed and tried once (the webhook refused it; the retry waits a minute), the call stored: then killed.
       await eventually(() => hook.posts() === 1, 20_000)
       await eventually(async () => (await store.all('SELECT id FROM alert_claims')).length === 1 && (await store.all('SELECT 1 FROM calls')).length === 1, 20_000)

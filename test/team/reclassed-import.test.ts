@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { IngestCall } from '../../src/shared/api'
-import { postJson, request } from '../support/http'
+import { request } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { useAliceTeam } from './alice-team'
 
 /**
  * A member's imported Codex call re-classed as a plan's (its rollout named the plan after the call
@@ -13,32 +12,19 @@ import { type TestServer, startTestServer } from '../support/server'
  * money; it now takes the revision: no money, the plan's value, one request still, under the plan's provider.
  */
 const ALICE = 'team-token-alice-reclassed-7c2e'
-const BASE = Date.now() - 60_000
-
-let upstream: MockUpstream
-let team: TestServer
-beforeAll(async () => {
-  upstream = await startMockUpstream(() => ({ status: 500, headers: {}, body: '' }))
-  team = await startTestServer({ timezone: 'UTC', team: { members: [{ name: 'alice', token: ALICE }] } }, upstream.url)
-})
-afterAll(async () => {
-  await team?.cleanup()
-  await upstream?.close()
-})
+const h = useAliceTeam(ALICE)
+const { ingest } = h
 
 function call(id: number, cost: number, over: Partial<IngestCall> & { revision?: number } = {}): IngestCall {
-  return {
-    id, t: new Date(BASE + id).toISOString(), provider: 'openai', model: 'gpt-5-codex', api_key_hash: '',
-    key_hint: '', tenant: '', agent: 'codex', session: 'abc', status: 200, streamed: false, input_tokens: 5000, output_tokens: 400,
-    cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: cost, priced: true, estimated: false, latency_ms: 0,
-    response_id: '', source: 'import', billing: 'api', project: '/home/dev/x', member: '', ...over,
-  } as IngestCall
+  return h.call(id, cost, {
+    provider: 'openai', model: 'gpt-5-codex', api_key_hash: '', key_hint: '', agent: 'codex', session: 'abc', input_tokens: 5000, output_tokens: 400,
+    response_id: '', source: 'import', billing: 'api', project: '/home/dev/x', ...over,
+  })
 }
-const ingest = (calls: unknown[]) => postJson(`${team.url}/api/ingest`, { calls }, { authorization: `Bearer ${ALICE}` })
 
 async function totals(): Promise<{ requests: number; spend: number; providers: [string, number, number][] }> {
-  const summary = (await request(`${team.url}/api/dashboard/summary`)).json()
-  const costs = (await request(`${team.url}/api/dashboard/costs?group_by=provider&range=24h`)).json()
+  const summary = (await request(`${h.team.url}/api/dashboard/summary`)).json()
+  const costs = (await request(`${h.team.url}/api/dashboard/costs?group_by=provider&range=24h`)).json()
   return { requests: summary.today_requests, spend: summary.today_spend_usd, providers: costs.rows.map((r: any) => [r.key, r.requests, r.cost_usd]) }
 }
 
@@ -48,7 +34,7 @@ describe("a member's imported call re-classed as a plan's", () => {
     expect(await totals()).toEqual({ requests: 1, spend: 0.25, providers: [['openai', 1, 0.25]] })
 
     expect((await ingest([call(1, 0.25, { revision: 1, provider: 'chatgpt', billing: 'subscription' })])).json()).toMatchObject({ revised: 1, rejected: [] })
-    expect(ledgerRows(team.dbFile).map((r: any) => [r.origin_id, r.provider, r.billing, r.cost_usd])).toEqual([[1, 'chatgpt', 'subscription', 0.25]])
+    expect(ledgerRows(h.team.dbFile).map((r: any) => [r.origin_id, r.provider, r.billing, r.cost_usd])).toEqual([[1, 'chatgpt', 'subscription', 0.25]])
     expect(await totals()).toEqual({ requests: 1, spend: 0, providers: [['chatgpt', 1, 0]] })
   })
 
@@ -61,18 +47,18 @@ describe("a member's imported call re-classed as a plan's", () => {
     // The re-priced revision and the call as first recorded, both as money, arriving late (a resend).
     expect((await ingest([call(3, 0.3, { revision: 1 })])).json()).toEqual({ accepted: 0, duplicates: 1, revised: 0, rejected: [] })
     expect((await ingest([call(3, 0.25)])).json()).toEqual({ accepted: 0, duplicates: 1, revised: 0, rejected: [] })
-    expect(ledgerRows(team.dbFile).filter((r: any) => r.origin_id === 3).map((r: any) => [r.provider, r.billing, r.cost_usd, r.revision]))
+    expect(ledgerRows(h.team.dbFile).filter((r: any) => r.origin_id === 3).map((r: any) => [r.provider, r.billing, r.cost_usd, r.revision]))
       .toEqual([['chatgpt', 'subscription', 0.3, 2]])
     expect(await totals()).toEqual(before)
     // A later revision of it as the plan's still replaces it.
     expect((await ingest([call(3, 0.35, { revision: 3, provider: 'chatgpt', billing: 'subscription' })])).json()).toMatchObject({ revised: 1, rejected: [] })
-    expect(ledgerRows(team.dbFile).find((r: any) => r.origin_id === 3)).toMatchObject({ provider: 'chatgpt', billing: 'subscription', cost_usd: 0.35, revision: 3 })
+    expect(ledgerRows(h.team.dbFile).find((r: any) => r.origin_id === 3)).toMatchObject({ provider: 'chatgpt', billing: 'subscription', cost_usd: 0.35, revision: 3 })
   })
 
   it('a proxied call sent again with another provider is still another call under a reused id', async () => {
     expect((await ingest([call(2, 0.5, { source: 'proxy' })])).json()).toMatchObject({ accepted: 1, rejected: [] })
     const other = (await ingest([call(2, 0.5, { source: 'proxy', revision: 1, provider: 'chatgpt', billing: 'subscription' })])).json()
     expect(other.rejected).toHaveLength(1)
-    expect(ledgerRows(team.dbFile).find((r: any) => r.origin_id === 2)).toMatchObject({ provider: 'openai', billing: 'api' })
+    expect(ledgerRows(h.team.dbFile).find((r: any) => r.origin_id === 2)).toMatchObject({ provider: 'openai', billing: 'api' })
   })
 })

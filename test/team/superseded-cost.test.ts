@@ -1,10 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { IngestCall } from '../../src/shared/api'
 import { keyHash } from '../dashboard/seed'
-import { postJson, request } from '../support/http'
+import { request } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { useAliceTeam } from './alice-team'
 
 /**
  * An imported call sent with `superseded_by` is no request on the team server, and counts nothing
@@ -14,32 +13,19 @@ import { type TestServer, startTestServer } from '../support/server'
  * 0 tokens, as README says, and counts nothing on either.
  */
 const ALICE = 'team-token-alice-superseded-cost-4b1d'
-const BASE = Date.now() - 60_000
-
-let upstream: MockUpstream
-let team: TestServer
-beforeAll(async () => {
-  upstream = await startMockUpstream(() => ({ status: 500, headers: {}, body: '' }))
-  team = await startTestServer({ timezone: 'UTC', team: { members: [{ name: 'alice', token: ALICE }] } }, upstream.url)
-})
-afterAll(async () => {
-  await team?.cleanup()
-  await upstream?.close()
-})
+const h = useAliceTeam(ALICE)
+const { ingest } = h
 
 function call(id: number, cost: number, over: Partial<IngestCall> & { superseded_by?: number; revision?: number } = {}): IngestCall {
-  return {
-    id, t: new Date(BASE + id).toISOString(), provider: 'anthropic', model: 'claude-sonnet-4-5', api_key_hash: keyHash('sk-ant-superseded-cost-1'),
-    key_hint: 'sk-…st-1', tenant: '', agent: 'claude-code', session: 's', status: 200, streamed: false, input_tokens: 100, output_tokens: 10,
-    cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: cost, priced: true, estimated: false, latency_ms: 0,
-    response_id: `msg_superseded_cost_${id}`, source: 'proxy', billing: 'api', project: '', member: '', ...over,
-  } as IngestCall
+  return h.call(id, cost, {
+    provider: 'anthropic', model: 'claude-sonnet-4-5', api_key_hash: keyHash('sk-ant-superseded-cost-1'), key_hint: 'sk-…st-1', agent: 'claude-code',
+    session: 's', input_tokens: 100, output_tokens: 10, response_id: `msg_superseded_cost_${id}`, source: 'proxy', billing: 'api', project: '', ...over,
+  })
 }
-const ingest = (calls: unknown[]) => postJson(`${team.url}/api/ingest`, { calls }, { authorization: `Bearer ${ALICE}` })
 
 async function totals(): Promise<{ requests: number; spend: number; costs: number }> {
-  const summary = (await request(`${team.url}/api/dashboard/summary`)).json()
-  const costs = (await request(`${team.url}/api/dashboard/costs?group_by=model&range=24h`)).json()
+  const summary = (await request(`${h.team.url}/api/dashboard/summary`)).json()
+  const costs = (await request(`${h.team.url}/api/dashboard/costs?group_by=model&range=24h`)).json()
   return {
     requests: summary.today_requests,
     spend: summary.today_spend_usd,
@@ -57,7 +43,7 @@ describe('an ingested call sent superseded with a cost', () => {
     expect((await ingest([call(3, 0.0625, { source: 'import', revision: 1, superseded_by: 1 })])).json()).toMatchObject({ revised: 1, rejected: [] })
 
     expect(await totals()).toEqual({ requests: 1, spend: 0.25, costs: 0.25 })
-    const held = ledgerRows(team.dbFile).map((r: any) => [r.origin_id, r.cost_usd, r.input_tokens, r.output_tokens, r.superseded_by !== null])
+    const held = ledgerRows(h.team.dbFile).map((r: any) => [r.origin_id, r.cost_usd, r.input_tokens, r.output_tokens, r.superseded_by !== null])
     expect(held).toEqual([
       [1, 0.25, 100, 10, false],
       [2, 0, 0, 0, true],
@@ -69,6 +55,6 @@ describe('an ingested call sent superseded with a cost', () => {
     // Call 3 as first sent (plain, with its cost), again after its superseded revision (a resend).
     expect((await ingest([call(3, 0.125, { source: 'import' })])).json()).toEqual({ accepted: 0, duplicates: 1, revised: 0, rejected: [] })
     expect(await totals()).toEqual({ requests: 1, spend: 0.25, costs: 0.25 })
-    expect(ledgerRows(team.dbFile).find((r: any) => r.origin_id === 3)).toMatchObject({ cost_usd: 0, input_tokens: 0, revision: 1, superseded_by: expect.any(Number) })
+    expect(ledgerRows(h.team.dbFile).find((r: any) => r.origin_id === 3)).toMatchObject({ cost_usd: 0, input_tokens: 0, revision: 1, superseded_by: expect.any(Number) })
   })
 })
