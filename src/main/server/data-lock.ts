@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { closeSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
+import { closeSync, linkSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { untrustedIfThere } from '../security/owned-file'
 import { diskFullAtStartup } from './disk-full'
@@ -46,16 +46,11 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
   if (start !== null) body.proc_start = start
   for (let attempt = 0; ; attempt++) {
     try {
-      const fd = openSync(file, 'wx', 0o600)
-      try {
-        writeFileSync(fd, `${JSON.stringify(body)}\n`)
-      } finally {
-        closeSync(fd)
-      }
-      break
+      if (createLock(file, body)) break
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw diskFullAtStartup(err, dataDir) ?? cannotClaim(file, err as NodeJS.ErrnoException)
+      throw diskFullAtStartup(err, dataDir) ?? cannotClaim(file, err as NodeJS.ErrnoException)
     }
+    if (attempt >= 3) throw cannotClaim(file, Object.assign(new Error('it is claimed again each time it is taken over'), { code: 'EEXIST' }))
     const other = readLock(file)
     if (other && holds(other)) {
       throw new StartupError(
@@ -63,9 +58,7 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
       )
     }
     // Stale (its process is gone), unreadable (cut short by a crash) or this process's own: taken over.
-    try {
-      unlinkSync(file)
-    } catch {}
+    takeOver(file, other)
   }
   const own = (): boolean => readLock(file)?.claim === body.claim
   return {
@@ -97,6 +90,79 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
       } catch {}
     },
   }
+}
+
+/**
+ * Creates `file` holding `body`, or returns false when it exists. Written whole before it is there
+ * (a file of its own, linked to the lock's name): a Burnrate started at the same moment never reads
+ * it empty, which it would take for one a crash cut short and take over, both then serving the
+ * folder. Where links cannot be made (some network and FAT mounts) it is created and then written,
+ * as builds before this one did everywhere.
+ */
+function createLock(file: string, body: LockBody): boolean {
+  const text = `${JSON.stringify(body)}\n`
+  const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`
+  let linked: boolean | null = null
+  let made = false
+  try {
+    const fd = openSync(tmp, 'wx', 0o600)
+    made = true
+    try {
+      writeFileSync(fd, text)
+    } finally {
+      closeSync(fd)
+    }
+    linkSync(tmp, file)
+    linked = true
+  } catch (err) {
+    // Any other failure (no links on this file system) falls back to the way below, which says what stops it.
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST' && made) linked = false
+  } finally {
+    try {
+      if (made) unlinkSync(tmp)
+    } catch {}
+  }
+  if (linked !== null) return linked
+  try {
+    const fd = openSync(file, 'wx', 0o600)
+    try {
+      writeFileSync(fd, text)
+    } finally {
+      closeSync(fd)
+    }
+    return true
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false
+    throw err
+  }
+}
+
+/**
+ * Takes over the lock `stale` was read from: moved aside (one step: of two Burnrates taking it over
+ * at once, only one moves it), then removed if it is the lock read. If it is not (another Burnrate
+ * took the stale one over first and this moved its claim), it is put back, and the next look finds
+ * that Burnrate holding the folder: removed, both served it.
+ */
+function takeOver(file: string, stale: LockBody | null): void {
+  const aside = `${file}.${randomBytes(6).toString('hex')}.old`
+  try {
+    renameSync(file, aside)
+  } catch {
+    // Gone already (taken over and let go): the next attempt creates it.
+    return
+  }
+  const moved = readLock(aside)
+  const same = moved === null ? stale === null : stale !== null && moved.claim === stale.claim && moved.pid === stale.pid
+  if (!same) {
+    try {
+      linkSync(aside, file)
+    } catch {
+      // Claimed again meanwhile, or no links here: the next look finds the folder held or free.
+    }
+  }
+  try {
+    unlinkSync(aside)
+  } catch {}
 }
 
 /**
