@@ -18,6 +18,8 @@ export interface PgLedgerOptions {
   migrate?: (store: SqlStore) => Promise<unknown>
   /** Longest a stop waits for a write under way before spilling its calls instead (default 10 s). */
   closeWaitMs?: number
+  /** Longest a stop (or a second signal's exit) waits for the spill file to take what is still queued (default 10 s): a disk that never answers must not hold it up for good. */
+  keepWaitMs?: number
   /** A write that has not answered for this long counts as PostgreSQL being away: spilling starts (default 10 s). */
   stallMs?: number
 }

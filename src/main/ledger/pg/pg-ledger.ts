@@ -185,7 +185,7 @@ export class PgLedger implements CallLedger {
     this.closed = true
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
-    return this.spill.keepRest('exiting before they were written to PostgreSQL')
+    return this.keepRest('exiting before they were written to PostgreSQL')
   }
 
   /** Writes what is queued; if PostgreSQL is away, puts it in the spill file. Then stops. */
@@ -208,9 +208,23 @@ export class PgLedger implements CallLedger {
       await within(this.writing, limit)
     }
     const ok = this.queue.length === 0 && this.storage.ready
-    await this.spill.keepRest()
+    await this.keepRest()
     this.waiters.failAll()
     return ok
+  }
+
+  /**
+   * What is still queued to the spill file (Spill.keepRest), waited for at most `keepWaitMs`: a
+   * disk that never answers (a hung network mount) must not hold the stop, nor a second signal's
+   * exit behind it, up for good, as on SQLite (../../server/journal-idle.ts). Past `keepWaitMs` the
+   * stop goes on, and says how many calls were not on disk yet.
+   */
+  private async keepRest(why?: string): Promise<void> {
+    const limit = this.opts.keepWaitMs ?? 10_000
+    if (await endsWithin(this.spill.keepRest(why), limit)) return
+    this.log.error(
+      `the spill file's writes had not ended ${limit / 1000} s after the stop (a disk that does not answer); stopping without them: ${this.spill.notOnDisk} call(s) not on disk yet may be lost`,
+    )
   }
 
   private schedule(ms: number): void {
@@ -310,6 +324,16 @@ export class PgLedger implements CallLedger {
     const again = this.waiters.settle(ok, final, (seq) => this.storage.ready && this.queue.writtenThrough(seq))
     // Calls recorded after the pass ended that a waiter counts on: another pass now.
     if (again && !this.closed) queueMicrotask(() => this.startPass())
+  }
+}
+
+/** Whether `p` settles within `ms` (its rejection is thrown). */
+async function endsWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([p.then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)))])
+  } finally {
+    clearTimeout(timer)
   }
 }
 

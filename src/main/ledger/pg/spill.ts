@@ -78,6 +78,11 @@ export class Spill {
     return this.journal !== null
   }
 
+  /** Queued calls in no spill file yet. */
+  get notOnDisk(): number {
+    return this.queue.after(this.spilledThrough).length
+  }
+
   /** A journal is open or own files wait to be read back: work for the writer. */
   get hasWork(): boolean {
     return this.backlog.length > 0 || this.journal !== null
