@@ -1,4 +1,4 @@
-import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, constants, existsSync, fstatSync, linkSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { otherProcessRuns, processStart } from '../server/data-lock'
 import { ConnectError } from './errors'
@@ -22,10 +22,9 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
   let crashed: number | null = null
   const body = JSON.stringify({ pid: process.pid, proc_start: processStart(process.pid) ?? undefined })
   for (let attempt = 0; ; attempt++) {
-    let fd: number
     try {
       if (opts.create) makeFolders(dataDir)
-      fd = openSync(file, 'wx', 0o600)
+      create(file, body)
     } catch (err) {
       const e = err as NodeJS.ErrnoException
       if (e.code !== 'EEXIST' || attempt >= 3) {
@@ -35,28 +34,41 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
       // neither read (its pid and date are theirs to choose; a FIFO's read would wait for good) nor
       // taken over: readLock throws, naming it.
       const lock = readLock(file)
-      const holder = lock?.holder
-      if (holder && otherProcessRuns(holder.pid, holder.proc_start)) {
-        throw new ConnectError('conflict', `Another Burnrate (pid ${holder.pid}) is connecting or disconnecting an agent right now; try again in a moment (Burnrate wrote nothing; if no Burnrate runs, delete ${file}).`)
+      if (lock === null) continue
+      if (holds(lock)) throw conflict(lock.holder!.pid, file)
+      // A crash's. Another Burnrate may have found it too, and taken it over since: what is under
+      // the name now may be its lock, not the one read. So it is moved aside (one rename moves it:
+      // no one else can take the same lock), and judged again on what was moved: a crash's is
+      // removed; another's, put back.
+      const aside = `${file}.${process.pid}.stale`
+      try {
+        renameSync(file, aside)
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue
+        throw lockFailed(file, err as NodeJS.ErrnoException)
+      }
+      let moved: Lock | null
+      try {
+        moved = readLock(aside)
+      } catch (err) {
+        putBack(aside, file)
+        throw err
+      }
+      if (moved && holds(moved)) {
+        // Another's, just taken: the next round finds it there.
+        putBack(aside, file)
+        continue
       }
       // Only the user's own lock (the only kind read) dates what a crash left: one another user
       // planted, dated as they like, would have every backup, or whatever their link under
       // agent-backups/ points to, taken for a crash's leftovers and deleted (./state.ts dropUnnamed).
-      if (lock) crashed = Math.min(crashed ?? Infinity, lock.mtimeMs)
-      rmSync(file, { force: true })
+      if (moved) crashed = Math.min(crashed ?? Infinity, moved.mtimeMs)
+      rmSync(aside, { force: true })
       continue
-    }
-    try {
-      writeSync(fd, body)
-    } catch (err) {
-      // A full disk: an empty lock would be taken over as a crash's.
-      rmSync(file, { force: true })
-      throw lockFailed(file, err as NodeJS.ErrnoException)
-    } finally {
-      closeSync(fd)
     }
     break
   }
+  dropLeftovers(dataDir)
   try {
     return fn(crashed)
   } finally {
@@ -68,6 +80,78 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
     }
     if (mine) rmSync(file, { force: true })
   }
+}
+
+/** Whether the lock names another process that runs. */
+const holds = (lock: Lock): boolean => !!lock.holder && otherProcessRuns(lock.holder.pid, lock.holder.proc_start)
+
+function conflict(pid: number, file: string): ConnectError {
+  return new ConnectError('conflict', `Another Burnrate (pid ${pid}) is connecting or disconnecting an agent right now; try again in a moment (Burnrate wrote nothing; if no Burnrate runs, delete ${file}).`)
+}
+
+/**
+ * Makes the lock whole at once (EEXIST when there is one): written to a file of this process's
+ * first, then linked under its name, so another Burnrate never finds it empty, which it would take
+ * for a lock cut off by a crash, and take over. Where links cannot be made (some network or FAT
+ * folders), it is made in place.
+ */
+function create(file: string, body: string): void {
+  const tmp = `${file}.${process.pid}.tmp`
+  rmSync(tmp, { force: true })
+  write(tmp, body)
+  try {
+    linkSync(tmp, file)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'EEXIST') throw err
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS' && code !== 'EXDEV') throw err
+    write(file, body)
+  } finally {
+    rmSync(tmp, { force: true })
+  }
+}
+
+/** Writes a new file (never one that is there: EEXIST), private to the user; one a full disk cut short is removed. */
+function write(path: string, body: string): void {
+  const fd = openSync(path, 'wx', 0o600)
+  try {
+    writeSync(fd, body)
+  } catch (err) {
+    // A full disk: an empty lock would be taken over as a crash's.
+    closeSync(fd)
+    rmSync(path, { force: true })
+    throw err
+  }
+  closeSync(fd)
+}
+
+/** What a Burnrate that crashed making a lock or taking one over left beside it (create's file of its own, a lock it moved aside). */
+function dropLeftovers(dataDir: string): void {
+  let names: string[]
+  try {
+    names = readdirSync(dataDir)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    const m = /^agent-connections\.lock\.(\d+)\.(?:tmp|stale)$/.exec(name)
+    if (!m || Number(m[1]) === process.pid || otherProcessRuns(Number(m[1]), undefined)) continue
+    try {
+      rmSync(join(dataDir, name), { force: true })
+    } catch {
+      // Another user's, in a folder they share: left.
+    }
+  }
+}
+
+/** A lock moved aside put back under its name (unless another was made there meanwhile). */
+function putBack(aside: string, file: string): void {
+  try {
+    linkSync(aside, file)
+  } catch {
+    // Another made there meanwhile holds it now; this one's holder finds it not its own.
+  }
+  rmSync(aside, { force: true })
 }
 
 function lockFailed(file: string, err: NodeJS.ErrnoException): ConnectError {

@@ -1,0 +1,111 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { build } from 'esbuild'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { AgentConnections } from '../../src/main/connect/connections'
+import { LOCK_FILE } from '../../src/main/connect/lock'
+import { BACKUP_DIR } from '../../src/main/connect/state'
+
+/**
+ * Two Burnrates (the desktop app and `burnrate connect`) finding the lock a crashed Burnrate left
+ * at the same moment: both judged it a crash's and took it over, the later one deleting the lock
+ * the first had just made, so both changed the agents' files at once. One connection's record was
+ * then written over by the other's, its agent left pointed at Burnrate with nothing Disconnect
+ * could undo. Each process is stopped at a file operation (SIGSTOP), so the order is set, not timed.
+ */
+const ROOT = resolve(__dirname, '../..')
+const URL = 'http://127.0.0.1:8787'
+const ENV = { PATH: '', SHELL: '/bin/zsh' }
+const CLAUDE = '{\n  "model": "opus"\n}\n'
+const CODEX = 'model = "o3"\n'
+
+let bundleDir: string
+let child: string
+beforeAll(async () => {
+  bundleDir = mkdtempSync(join(tmpdir(), 'burnrate-lock-takeover-'))
+  child = join(bundleDir, 'connect-stop-at.mjs')
+  await build({
+    entryPoints: [join(ROOT, 'test/faults/scripts/connect-stop-at.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    outfile: child,
+    logLevel: 'silent',
+    mainFields: ['module', 'main'],
+    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  })
+})
+afterAll(() => rmSync(bundleDir, { recursive: true, force: true }))
+
+let home: string
+let dataDir: string
+const children: ChildProcess[] = []
+beforeEach(() => {
+  home = mkdtempSync(join(tmpdir(), 'burnrate-lock-takeover-home-'))
+  dataDir = join(home, 'burnrate-data')
+})
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+  rmSync(home, { recursive: true, force: true })
+})
+
+interface Stopped {
+  proc: ChildProcess
+  exited: Promise<{ code: number | null; stderr: string }>
+}
+
+/** A connect in its own process, stopped once `stopAt` has happened (waited for: its state in /proc is T). */
+async function connectStopped(agent: string, stopAt: { op: string; path: string; under?: boolean }): Promise<Stopped> {
+  const proc = spawn(process.execPath, [child, home, dataDir, agent, URL, JSON.stringify(stopAt), JSON.stringify(ENV)], { stdio: ['ignore', 'pipe', 'pipe'] })
+  children.push(proc)
+  let stderr = ''
+  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
+  const exited = new Promise<{ code: number | null; stderr: string }>((r) => proc.once('exit', (code) => r({ code, stderr })))
+  await vi.waitFor(
+    () => {
+      if (proc.exitCode !== null) throw new Error(`exited before stopping: ${stderr}`)
+      expect(stderr).toContain('stopped')
+      expect(readFileSync(`/proc/${proc.pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0]).toBe('T')
+    },
+    { timeout: 60_000, interval: 20 },
+  )
+  return { proc, exited }
+}
+
+describe.skipIf(process.platform !== 'linux')('a lock left by a crash, found by two Burnrates at once', () => {
+  it('is taken over by one of them: the other is refused while it holds it, and no record is lost', async () => {
+    const claude = join(home, '.claude', 'settings.json')
+    const codex = join(home, '.codex', 'config.toml')
+    mkdirSync(join(home, '.claude'))
+    mkdirSync(join(home, '.codex'))
+    writeFileSync(claude, CLAUDE)
+    writeFileSync(codex, CODEX)
+    mkdirSync(dataDir, { mode: 0o700 })
+    // A Burnrate that crashed holding the lock: its process is gone.
+    const dead = spawnSync(process.execPath, ['-e', '']).pid!
+    const lock = join(dataDir, LOCK_FILE)
+    writeFileSync(lock, JSON.stringify({ pid: dead }), { mode: 0o600 })
+
+    // The CLI has read the crash's lock (and will judge it a crash's) ...
+    const cli = await connectStopped('claude-code', { op: 'openSync', path: lock })
+    // ... as the app takes it over and goes on, to its first backup, holding it.
+    const app = await connectStopped('codex', { op: 'mkdirSync', path: join(dataDir, BACKUP_DIR), under: true })
+    cli.proc.kill('SIGCONT')
+    const cliRan = await cli.exited
+    app.proc.kill('SIGCONT')
+    const appRan = await app.exited
+    expect(appRan).toMatchObject({ code: 0 })
+    // Refused: the app holds the lock.
+    expect(cliRan.code, cliRan.stderr).toBe(1)
+    expect(cliRan.stderr).toContain(`Another Burnrate (pid ${app.proc.pid})`)
+
+    // Every file pointed at Burnrate has its record: Disconnect puts both back as they were.
+    const conn = new AgentConnections({ home, env: ENV, platform: 'linux', dataDir })
+    expect(conn.connected().map((c) => c.agent)).toEqual(['codex'])
+    expect(readFileSync(claude, 'utf8')).toBe(CLAUDE)
+    conn.disconnect('codex')
+    expect(readFileSync(codex, 'utf8')).toBe(CODEX)
+  })
+})
