@@ -1,10 +1,12 @@
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
+import { build } from 'esbuild'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { AgentConnections } from './connections'
+import { STATE_FILE } from './state'
 
 /**
  * A secrets manager's mounted .env (1Password's) is a named pipe whose writer waits for a reader:
@@ -49,5 +51,48 @@ describe.skipIf(process.platform !== 'linux')("an agent's env file that is a nam
     // The agent reads it.
     const { stdout } = await promisify(execFile)('head', ['-n', '1', pipe])
     expect(stdout).toBe('delivery 1\n')
+  })
+
+  it('is not opened either when a connect cut off by a crash is settled (the agent list settles it first)', async () => {
+    // A connect of Gemini CLI killed once its pending change is recorded, before .env was written.
+    const bundle = mkdtempSync(join(tmpdir(), 'burnrate-pipe-step-'))
+    try {
+      const child = join(bundle, 'connect-step.mjs')
+      await build({
+        entryPoints: [resolve(__dirname, '../../../test/faults/scripts/connect-step.ts')],
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        outfile: child,
+        logLevel: 'silent',
+        mainFields: ['module', 'main'],
+        banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+      })
+      const dataDir = join(home, 'data')
+      const pipe = join(home, '.gemini', '.env')
+      rmSync(pipe)
+      const pending = (): boolean => existsSync(join(dataDir, STATE_FILE)) && JSON.parse(readFileSync(join(dataDir, STATE_FILE), 'utf8')).pending !== undefined
+      for (let k = 1; !pending(); k++) {
+        const r = spawnSync(process.execPath, [child, home, dataDir, 'connect', 'gemini-cli', 'http://127.0.0.1:8787', String(k), JSON.stringify({ PATH: '' })], { encoding: 'utf8' })
+        expect(r.signal, `the connect ran to its end before its pending change was recorded: ${r.stderr}`).toBe('SIGKILL')
+      }
+      expect(existsSync(pipe)).toBe(false)
+      // The user's secrets manager mounts .env since.
+      execFileSync('mkfifo', [pipe])
+      writer = spawn('sh', ['-c', WRITER, 'writer', pipe], { stdio: 'ignore' })
+      const pid = writer.pid!
+      await vi.waitFor(() => expect(waitsIn(pid)).toBe('wait_for_partner'), { timeout: 30_000, interval: 20 })
+
+      const conn = new AgentConnections({ home, env: { PATH: '' }, platform: 'linux', dataDir })
+      expect(conn.list().find((a) => a.agent === 'gemini-cli')!.error).toContain('it is not a regular file')
+      expect(() => conn.connect('gemini-cli', 'http://127.0.0.1:8787')).toThrow(/not a regular file/)
+      // Left to settle once it can be read.
+      expect(pending()).toBe(true)
+
+      const { stdout } = await promisify(execFile)('head', ['-n', '1', pipe])
+      expect(stdout).toBe('delivery 1\n')
+    } finally {
+      rmSync(bundle, { recursive: true, force: true })
+    }
   })
 })

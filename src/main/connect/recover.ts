@@ -1,7 +1,7 @@
-import { readFileSync, rmSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { otherProcessRuns } from '../server/data-lock'
 import { ConnectError } from './errors'
-import { realTarget, removeEmptyFolders, removeFile, tempName, writeFileKeepingMode } from './files'
+import { readBytes, realTarget, removeEmptyFolders, removeFile, tempName, writeFileKeepingMode } from './files'
 import type { ConnectionRecord, Pending, PendingFile, StateStore } from './state'
 import { sha256Bytes } from './write'
 
@@ -80,13 +80,13 @@ function shaOf(path: string): string | null {
   return bytes === null ? null : sha256Bytes(bytes)
 }
 
+/**
+ * The file's bytes (null: no file). A named pipe put there since (a secrets manager's mounted
+ * .env) is not opened (./files.ts readBytes): the read would take the delivery meant for the agent,
+ * or wait for good on the main thread; it throws, and the change stays pending until it can be read.
+ */
 function bytesOf(path: string): Buffer | null {
-  try {
-    return readFileSync(realTarget(path))
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
-    throw err
-  }
+  return readBytes(realTarget(path))
 }
 
 function backupsOf(records: Record<string, ConnectionRecord>): Set<string> {
