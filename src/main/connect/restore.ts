@@ -90,8 +90,8 @@ export function undoKeys(
   // replayed onto the backup keep even the layout Burnrate's edit changed, when they apply
   // cleanly and mean exactly what the key-by-key undo means. Else Burnrate's own edit (the diff
   // from the backup to what it wrote) taken out of the file as it is now: a line the user added
-  // right under Burnrate's has no place in the backup to go, and the key-by-key undo of a TOML
-  // key takes the comment above it too (a table's, where Burnrate's key went before the table).
+  // right under Burnrate's has no place in the backup to go, and the key-by-key undo may
+  // re-indent the lines next to it.
   const written = rec.written_copy ? state.readBackup(rec.written_copy) : null
   const means = (merged: string | false): merged is string => {
     if (merged === false) return false

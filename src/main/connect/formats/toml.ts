@@ -1,4 +1,6 @@
+import { isDeepStrictEqual } from 'node:util'
 import { parse, patch } from '@decimalturn/toml-patch'
+import { diffLines } from 'diff'
 import { type ConfigDoc, type FileFormat, MalformedError, endingLine, eolOf, isPlainObject, walk } from './types'
 
 /**
@@ -62,10 +64,18 @@ export const tomlFormat: FileFormat = {
         }),
       delete: (path) => {
         if (walk(value, path) === undefined) return
+        const was = text
         apply((root) => {
           const parent = walk(root, path.slice(0, -1))
           if (isPlainObject(parent)) delete parent[path[path.length - 1]]
         })
+        // toml-patch takes the comment lines above a key with it: the user's (one they wrote above
+        // Burnrate's key, or above the table Burnrate's key went before) are put back.
+        const kept = withCommentsOf(was, text)
+        if (kept !== text && isDeepStrictEqual(read(kept), value)) {
+          text = kept
+          value = read(text)
+        }
       },
       isEmptyObject: (path) => {
         const v = walk(value, path)
@@ -75,4 +85,22 @@ export const tomlFormat: FileFormat = {
       text: () => text,
     }
   },
+}
+
+/**
+ * `after` (`before` with a key taken out) with the whole-line comments `before` had that `after`
+ * lost, where they were, and the blank lines around them there (the key's own lines stay out).
+ */
+function withCommentsOf(before: string, after: string): string {
+  let out = ''
+  for (const part of diffLines(before, after)) {
+    if (!part.removed) {
+      out += part.value
+      continue
+    }
+    const lines = part.value.split(/(?<=\n)/)
+    const comment = (line: string): boolean => /^[ \t]*#/.test(line)
+    if (lines.some(comment)) out += lines.filter((line) => comment(line) || line.trim() === '').join('')
+  }
+  return out
 }

@@ -1,0 +1,45 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { AgentConnections } from './connections'
+
+/**
+ * Disconnect takes Burnrate's `openai_base_url` out of Codex's config.toml key by key when the
+ * file cannot be put back from its copy (Burnrate made the file; it is not UTF-8 since). The TOML
+ * editor took the comment above the key with it: Burnrate's key goes before the first table, under
+ * the comment the user wrote above that table, and a comment the user wrote above Burnrate's key
+ * went the same way. The user's comments stay.
+ */
+let home: string
+let config: string
+beforeEach(() => {
+  home = mkdtempSync(join(tmpdir(), 'burnrate-codex-comment-'))
+  mkdirSync(join(home, '.codex'))
+  config = join(home, '.codex', 'config.toml')
+})
+afterEach(() => rmSync(home, { recursive: true, force: true }))
+
+const connections = () => new AgentConnections({ home, env: { PATH: '' }, platform: 'linux', dataDir: join(home, 'data') })
+const URL = 'http://127.0.0.1:8787'
+
+describe("Disconnect of Codex CLI, key by key: the user's comments in config.toml", () => {
+  it('a comment written above Burnrate’s key, in a config.toml Burnrate made, stays', () => {
+    connections().connect('codex', URL)
+    expect(readFileSync(config, 'utf8')).toBe(`openai_base_url = "${URL}/v1"\n`)
+    // The user documents the file and adds a profile of their own.
+    writeFileSync(config, `# Codex: see the team wiki\nopenai_base_url = "${URL}/v1"\n\n[profiles.work]\nmodel = "o3"\n`)
+    connections().disconnect('codex')
+    expect(readFileSync(config, 'utf8')).toBe('# Codex: see the team wiki\n\n[profiles.work]\nmodel = "o3"\n')
+  })
+
+  it('a comment above the first table, in a config.toml that is not UTF-8 since, stays', () => {
+    writeFileSync(config, '# my profiles\n[profiles.work]\nmodel = "o3"\n')
+    connections().connect('codex', URL)
+    expect(readFileSync(config, 'utf8')).toBe(`# my profiles\nopenai_base_url = "${URL}/v1"\n[profiles.work]\nmodel = "o3"\n`)
+    // A line saved in Latin-1 since.
+    writeFileSync(config, Buffer.from(`# my profiles\nopenai_base_url = "${URL}/v1"\n[profiles.work]\nmodel = "o3" # caf\xe9\n`, 'latin1'))
+    connections().disconnect('codex')
+    expect(readFileSync(config)).toEqual(Buffer.from('# my profiles\n[profiles.work]\nmodel = "o3" # caf\xe9\n', 'latin1'))
+  })
+})
