@@ -137,7 +137,7 @@ export function checkWritable(path: string): string | null {
  * file and its new folders are the user's only: they may hold API keys (~/.gemini/.env). Returns
  * the folders it made, outermost first (removeEmptyFolders takes them away again).
  */
-export function writeFileKeepingMode(path: string, text: string | Buffer, encoding: 'utf8' | 'latin1' = 'utf8'): string[] {
+export function writeFileKeepingMode(path: string, text: string | Buffer, encoding: 'utf8' | 'latin1' = 'utf8', beforeRename?: () => void): string[] {
   const target = realTarget(path)
   let mode = 0o600
   let made: string[] = []
@@ -146,7 +146,7 @@ export function writeFileKeepingMode(path: string, text: string | Buffer, encodi
   } catch {
     made = makeFolders(dirname(target))
   }
-  writeDurably(target, text, mode, encoding)
+  writeDurably(target, text, mode, encoding, beforeRename)
   return made
 }
 
@@ -176,9 +176,10 @@ export const tempName = (target: string, pid = process.pid): string => `${target
  * which is synced to the disk before it is renamed over `target`, and the folder is synced after,
  * so a crash or a power cut leaves the old file or the new one, never a part of it. A file with
  * other hard links is not replaced (checkWritable refuses it first): the rename would leave the
- * other names with the old text.
+ * other names with the old text. `beforeRename` runs once the new text is on the disk, right before
+ * it replaces `target` (what it throws stops the write, `target` untouched).
  */
-export function writeDurably(target: string, text: string | Buffer, mode: number, encoding: 'utf8' | 'latin1' = 'utf8'): void {
+export function writeDurably(target: string, text: string | Buffer, mode: number, encoding: 'utf8' | 'latin1' = 'utf8', beforeRename?: () => void): void {
   const tmp = tempName(target)
   try {
     // Made new ('wx'), never opened through what is already there: its name is predictable, and in
@@ -194,6 +195,7 @@ export function writeDurably(target: string, text: string | Buffer, mode: number
     } finally {
       closeSync(fd)
     }
+    beforeRename?.()
     renameSync(tmp, target)
   } catch (err) {
     rmSync(tmp, { force: true })

@@ -125,16 +125,22 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, records: Re
   try {
     for (const w of changing) {
       // Saved meanwhile (the agent writing an "always allow" rule while the backups were synced):
-      // replacing it with the edit of what was read would lose that save.
-      if (!holdsBefore(w)) throw new ConnectError('conflict', `${tildify(to.ctx, w.file.path)} changed while Burnrate was writing it (the agent or an editor saved it just then)`, w.file.path)
+      // replacing it with the edit of what was read would lose that save. Checked again once the
+      // edit is on the disk beside it, right before it replaces the file: a save while it was
+      // synced (a while, on a busy disk) would be lost the same way.
+      const savedMeanwhile = (): void => {
+        if (!holdsBefore(w)) throw new ConnectError('conflict', `${tildify(to.ctx, w.file.path)} changed while Burnrate was writing it (the agent or an editor saved it just then)`, w.file.path)
+      }
+      savedMeanwhile()
       try {
         if (w.after === null) {
           removeFile(w.file.path)
           removeEmptyFolders(w.folders ?? [])
         } else {
-          writeFileKeepingMode(w.file.path, w.after, w.encoding)
+          writeFileKeepingMode(w.file.path, w.after, w.encoding, savedMeanwhile)
         }
       } catch (err) {
+        if (err instanceof ConnectError) throw err
         const e = err as NodeJS.ErrnoException
         throw new ConnectError('read_only', `Cannot write ${tildify(to.ctx, w.file.path)} (${e.code ?? e.message}).`, w.file.path)
       }
