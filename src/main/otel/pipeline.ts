@@ -109,8 +109,13 @@ export class OtelPipeline {
   private async shutdown(waitMs: number): Promise<void> {
     this.tick()
     const deadline = Date.now() + waitMs
+    // The metric points go at once, beside the spans' drain: after it (a backlog of spans, a
+    // collector slow to take them), their last export had none of the wait left and the process
+    // exited without it. The shutdown's own export follows it, with what a second close recorded.
+    const meters = this.meterProvider
+    const flushed = meters && this.spans ? meters.forceFlush().catch(() => {}) : Promise.resolve()
     await this.spans?.drain(deadline)
-    const stop = Promise.allSettled([this.meterProvider?.shutdown(), this.spans?.shutdown()])
+    const stop = Promise.allSettled([meters && flushed.then(() => meters.shutdown()), this.spans?.shutdown()])
     await Promise.race([stop, new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())).unref())])
   }
 }
