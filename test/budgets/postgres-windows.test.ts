@@ -182,7 +182,7 @@ describe('a rolling window shared by two instances on one PostgreSQL', () => {
       pending = reserve(a.state, r, key, new Meter(r, new PeriodClock('UTC', 1)), now)
       await eventually(async () => {
         const w = await a.store.get<{ n: number }>(
-          "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF b%'",
+          "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH want (period%'",
         )
         return (w?.n ?? 0) > 0
       }, 20_000)

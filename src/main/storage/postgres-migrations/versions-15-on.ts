@@ -97,4 +97,19 @@ export const PG_MIGRATIONS_FROM_15: PgMigration[] = [
     // Nullable with no default: a catalog change only. Rows without it (old builds') are never taken over so.
     sql: 'ALTER TABLE alert_claims ADD COLUMN IF NOT EXISTS alive_at TIMESTAMPTZ',
   },
+  {
+    version: 27,
+    description: "what a settlement still owed to a key's spend row added there: read with a snapshot of its own, once an admission holds the row's lock",
+    // A VOLATILE function reads with a fresh snapshot (as burnrate_window_spent, migration 6): an
+    // admission that locks the key's rows of its rule as it was before an edit (budgets/state/pg/admission.ts)
+    // sees the settlement that committed while it waited for them, its freed reservation and its
+    // cost both, not the one without the other.
+    sql: [
+      `CREATE OR REPLACE FUNCTION burnrate_owed_usd(sid BIGINT, key TEXT, lease DOUBLE PRECISION) RETURNS DOUBLE PRECISION
+        LANGUAGE sql VOLATILE AS $$
+        SELECT COALESCE(SUM(s.cost_usd), 0)::float8 FROM budget_settled s
+         WHERE s.owed AND s.api_key_hash = key AND sid = ANY(s.spend_ids) AND s.at > now() - lease * interval '1 millisecond'
+      $$`,
+    ],
+  },
 ]

@@ -100,8 +100,9 @@ export class Admission {
     this.settlements.hold(rid)
     let rows: Answer[]
     try {
-      // One round trip: lock the call's rows in id order (no deadlock between instances; the
-      // locked values are the latest and cannot move until this statement ends), reserve on all
+      // One round trip: lock the call's rows, and the key's rows of its rule before an edit
+      // (rowLocks), in id order (no deadlock between instances; the locked values are the latest
+      // and cannot move until this statement ends), reserve on all
       // of them only if every one admits, record the reservation with its lease, and answer with
       // each row's figures (what a refusal names).
       //
@@ -214,37 +215,63 @@ export class Admission {
 }
 
 /**
- * What the calls in flight reserved on the key's other rows of the same period under the rule's key
- * pattern: the rows of the rule before its scope was edited (the rule key names the scope) or, for a
- * window, its `window_hours` (the row's start is its length: sql.ts spendStart). They count against
- * the rule as it is now until they settle, as they do in process (the meters' calls in flight are
- * carried over: ../../meter-book.ts), so an edit never lets a key past its limits by what it had
- * in flight (README, Budgets). So does what such a call's settlement added to those rows while the
- * call is not stored yet (its marker still `owed`, within a lease of its settlement): the rule's own
- * rows get that cost only from the stored call (call-spend.ts), and in between they held neither
- * its reservation nor its cost. `x` is the locked row (its id, period, start and session).
+ * The key's spend rows a call's admission locks, in id order (no deadlock between instances): the
+ * rows it reserves on (`own`: its rule's, one per period) and the key's other rows of the same
+ * period under the rule's key pattern: the rows of the rule before its scope was edited (the rule
+ * key names the scope) or, for a window, its `window_hours` (the row's start is its length: sql.ts
+ * spendStart). What the calls in flight reserved on those counts against the rule as it is now
+ * until they settle, as it does in process (the meters' calls in flight are carried over:
+ * ../../meter-book.ts), so an edit never lets a key past its limits by what it had in flight
+ * (README, Budgets). So does what such a call's settlement added to those rows while the call is
+ * not stored yet (its marker still `owed`, within a lease of its settlement): the rule's own rows
+ * get that cost only from the stored call (call-spend.ts), and in between they held neither its
+ * reservation nor its cost.
+ *
+ * The other rows are locked too, and their owed cost read with a snapshot of its own
+ * (burnrate_owed_usd, migration 27), once locked: while an edit reaches the instances (a config
+ * changed one instance after another, a runtime rule before the others' next poll) one instance
+ * admits on the old rows and another on the new ones, and read with the statement's snapshot,
+ * taken before it waited for its own rows, each missed what the other reserved meanwhile: two
+ * calls at once were both admitted where the limit had room for one
+ * (test/budgets/postgres-scope-rollout.test.ts). Without such rows (no edit) nothing more is locked.
  */
+function rowLocks(window: boolean): string {
+  const edge = window ? ', w.edge' : ''
+  // Found first, each kind by its own index (one OR over them all read every row of the key), then
+  // locked: the columns a row is found by never change.
+  return `cand AS (
+                SELECT b.id, w.period, w.lim${edge}, true AS own
+                  FROM want w JOIN budget_spend b
+                    ON b.rule_key = @rk AND b.api_key_hash = @key AND b.period = w.period AND b.period_start = w.start AND b.session = w.session
+                UNION ALL
+                SELECT b.id, w.period, w.lim${edge}, false
+                  FROM want w JOIN budget_spend b
+                    ON b.api_key_hash = @key AND b.period = w.period AND b.period_start = w.start AND b.session = w.session
+                 WHERE w.period <> 'window' AND b.rule_key <> @rk AND left(b.rule_key, length(@rkp::text)) = @rkp::text${window ? `
+                UNION ALL
+                SELECT b.id, w.period, w.lim${edge}, false
+                  FROM want w JOIN budget_spend b ON b.api_key_hash = @key AND b.period = 'window'
+                 WHERE w.period = 'window' AND NOT (b.rule_key = @rk AND b.period_start = w.start)
+                   AND left(b.rule_key, length(@rkp::text)) = @rkp::text` : ''}
+              ),
+              rowlocks AS (
+                SELECT b.id, c.period, c.lim${window ? ', c.edge' : ''}, b.spent_usd, b.reserved_usd, c.own
+                  FROM cand c JOIN budget_spend b ON b.id = c.id
+                 ORDER BY b.id FOR UPDATE OF b
+              )`
+}
+
+/** What the calls in flight reserved on the other rows locked of own row `x`'s period, and what their settlements still owe (see rowLocks). */
 const OTHER_RESERVED = `SELECT COALESCE(SUM(CASE WHEN o.reserved_usd > @eps::float8 THEN o.reserved_usd ELSE 0 END), 0)
-                        + COALESCE(SUM((SELECT SUM(s.cost_usd) FROM budget_settled s
-                                         WHERE s.owed AND s.api_key_hash = @key AND o.id = ANY(s.spend_ids)
-                                           AND s.at > now() - @lease::float8 * interval '1 millisecond')), 0)
-                   FROM budget_spend o
-                   WHERE o.api_key_hash = @key AND left(o.rule_key, length(@rkp::text)) = @rkp::text
-                     AND o.period = x.period AND o.id <> x.id
-                     AND (o.period = 'window' OR (o.period_start = x.start AND o.session = x.session))`
+                             + COALESCE(SUM(burnrate_owed_usd(o.id, @key, @lease::float8)), 0)
+                        FROM rowlocks o WHERE NOT o.own AND o.period = x.period`
 
 /** The CTE `locked` of the admission statement for calendar periods and sessions: the rows locked, their figures and test. */
 function lockCalendar(admits: string): string {
-  return `rowlocks AS (
-                SELECT b.id, w.period, w.lim, b.period_start AS start, b.session, b.spent_usd, b.reserved_usd
-                  FROM budget_spend b JOIN want w
-                    ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
-                 WHERE b.rule_key = @rk AND b.api_key_hash = @key
-                 ORDER BY b.id FOR UPDATE OF b
-              ),
+  return `${rowLocks(false)},
               figures AS (
                 SELECT id, period, lim, spent_usd, reserved_usd + (${OTHER_RESERVED}) AS reserved_usd
-                  FROM rowlocks x
+                  FROM rowlocks x WHERE x.own
               ),
               locked AS (
                 SELECT b.id, b.period, b.spent_usd, b.reserved_usd, ${admits} AS ok
@@ -254,17 +281,11 @@ function lockCalendar(admits: string): string {
 
 /** The same with a rolling window among the periods: its spend is summed from its buckets once its row is locked. */
 function lockWithWindow(admits: string): string {
-  return `rowlocks AS (
-                SELECT b.id, w.period, w.lim, w.edge, b.period_start AS start, b.session, b.spent_usd, b.reserved_usd
-                  FROM budget_spend b JOIN want w
-                    ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
-                 WHERE b.rule_key = @rk AND b.api_key_hash = @key
-                 ORDER BY b.id FOR UPDATE OF b
-              ),
+  return `${rowLocks(true)},
               figures AS (
                 SELECT id, period, lim, reserved_usd + (${OTHER_RESERVED}) AS reserved_usd,
                        CASE WHEN period = 'window' THEN burnrate_window_spent(id, edge) ELSE spent_usd END AS spent_usd
-                  FROM rowlocks x
+                  FROM rowlocks x WHERE x.own
               ),
               locked AS (
                 SELECT b.id, b.period, b.spent_usd, b.reserved_usd, ${admits} AS ok

@@ -1,0 +1,74 @@
+import { calcPrice } from '@pydantic/genai-prices'
+import { describe, expect, it } from 'vitest'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { eventually, postJson } from '../support/http'
+import { holdRows, lockWaiters, usePostgres } from '../support/pg-harness'
+import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from './support'
+
+/**
+ * Two instances on one PostgreSQL while a rule's scope is being changed: the config file edited
+ * and the instances restarted one after the other (or a runtime rule edited, before the others'
+ * next poll). For that time one instance admits under the rule as it was (its spend rows) and the
+ * other under the rule as it is now (rows of their own: the rule key names the scope), each
+ * counting the other's reservations (README: a rule change never lets a key past its limits by
+ * what it had in flight). Those were read without their rows' locks, with the statement's
+ * snapshot, taken before it waited for its own rows: two admissions at once, one on each instance,
+ * each missed the other's reservation, and both were admitted past a `reserve: max_tokens` limit
+ * that had room for one. Here the two admissions are made to meet by holding both rows, as other
+ * admissions would, until both wait.
+ */
+
+const MAX_TOKENS = 300
+const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: MAX_TOKENS }
+/** The worst case the proxy reserves for one call: body bytes / 3 as input, max tokens as output. */
+const WORST = calcPrice({ input_tokens: Math.ceil(Buffer.byteLength(JSON.stringify(BODY)) / 3), output_tokens: MAX_TOKENS }, 'gpt-5-nano', {
+  providerId: 'openai',
+})!.total_price
+
+const h = usePostgres()
+
+describe("a rule's scope changed on one instance and not yet on the other (PostgreSQL)", () => {
+  it("two calls admitted at once, one on each instance, never take a reserve: max_tokens rule past its limit", async () => {
+    const url = h.database()
+    const key = 'sk-rollout-aaaaaaaa-0001'
+    // Two calls already spent; room for one more call's worst case, not two.
+    const limit = 2 * NANO_COST + 1.5 * WORST
+    const rule = (model: string) => ({ api_key_pattern: 'sk-rollout-*', model_pattern: model, daily_limit_usd: limit, action: 'block', reserve: 'max_tokens' })
+    const a = await pgBudgetServer(h, url, { budgets: { rules: [rule('gpt-5-nano*')] } })
+    const b = await pgBudgetServer(h, url, { budgets: { rules: [rule('gpt-5*')] } })
+    const call = (t: typeof a) => postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
+
+    // One call on each: each instance's rule has its spend row, both rows count both calls.
+    replayJson(h.upstream, NANO_FIXTURE)
+    expect((await call(a)).status).toBe(200)
+    expect((await call(b)).status).toBe(200)
+    const rows = () =>
+      a.store.all<{ id: number; spent_usd: number; reserved_usd: number }>(
+        "SELECT id, spent_usd, reserved_usd FROM budget_spend WHERE api_key_hash = @k AND period = 'daily' ORDER BY id",
+        { k: hashKey(key) },
+      )
+    await eventually(async () => {
+      const r = await rows()
+      return r.length === 2 && r.every((x) => Math.abs(x.spent_usd - 2 * NANO_COST) < 1e-9 && x.reserved_usd < 1e-12)
+    })
+    await eventually(async () => (await a.store.get<{ n: number }>('SELECT COUNT(*)::int AS n FROM budget_settled WHERE owed'))?.n === 0)
+
+    // The next call on each instance at once: both wait for their rows, held as another admission would.
+    replayJson(h.upstream, NANO_FIXTURE, { headerDelayMs: 3000 })
+    const sent = h.upstream.requests.length
+    const held = await holdRows(a.store, "SELECT id FROM budget_spend WHERE api_key_hash = @k AND period = 'daily'", { k: hashKey(key) })
+    let replies: Awaited<ReturnType<typeof call>>[]
+    try {
+      const both = Promise.all([call(a), call(b)])
+      await lockWaiters(a.store, 2)
+      await held.release()
+      replies = await both
+    } finally {
+      await held.release()
+    }
+    // One admitted, the other refused for it: one call's worst case was all the room there was.
+    expect(replies.map((r) => r.status).sort()).toEqual([200, 429])
+    expect(replies.find((r) => r.status === 429)!.json().error).toMatchObject({ type: 'budget_exceeded', period: 'daily' })
+    expect(h.upstream.requests.length).toBe(sent + 1)
+  }, 90_000)
+})
