@@ -297,11 +297,16 @@ export class BudgetEngine implements BudgetMeters {
   /**
    * Holds again, at start-up, the reservations background responses held before it
    * (./background-holds.ts): under the same rule (pattern and scope) and key, whatever spend is
-   * at now (they were admitted before). Those past their bound, or whose rule is gone, are forgotten.
+   * at now (they were admitted before); a rule whose scope was edited meanwhile (in the config
+   * file, or through the admin API, before this start) is the same rule: the one rule now in force
+   * of its pattern holds it, as a rule change without a restart keeps the calls in flight
+   * (./meter-book.ts carryOver). Builds before this one forgot it, and the key's next job was let
+   * past the limit while the first still ran. Those past their bound, or whose rule is gone (or no
+   * longer blocks), are forgotten.
    */
   async rehold(now = Date.now()): Promise<void> {
     for (const h of this.holds.kept()) {
-      const rule = h.until > now ? this.book.index.active().find((r) => r.action === 'block' && ruleIdentity(r) === h.rule) : undefined
+      const rule = h.until > now ? holdRule(this.book.index.active(), h.rule) : undefined
       if (!rule || !this.budgetState.hold) {
         this.holds.forget(h)
         continue
@@ -403,4 +408,19 @@ export class BudgetEngine implements BudgetMeters {
   onRestored(listener: (e: ThresholdEvent) => void): () => void {
     return this.announcer.onRestored(listener)
   }
+}
+
+/** The `block` rule a kept hold (its rule's identity, ./scope.ts) is held again under at start-up: see BudgetEngine.rehold. */
+function holdRule(active: readonly Rule[], identity: string): Rule | undefined {
+  const same = active.find((r) => r.action === 'block' && ruleIdentity(r) === identity)
+  if (same) return same
+  let pattern: unknown
+  try {
+    pattern = (JSON.parse(identity) as unknown[])[0]
+  } catch {
+    return undefined
+  }
+  // A pattern names one rule in force (a runtime rule replaces the config rule of its pattern).
+  const of = active.filter((r) => r.api_key_pattern === pattern)
+  return of.length === 1 && of[0].action === 'block' ? of[0] : undefined
 }

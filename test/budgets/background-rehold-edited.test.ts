@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { postJson } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+import { type Answers, backgroundResponder } from '../providers/background-support'
+
+// A background job's hold is kept in the data folder's file and held again at start-up, under its
+// rule (README: Budgets → overshoot). A restart is also how a config rule is edited: its scope
+// edited in the file (or a runtime rule's through the admin API before the restart), the hold was
+// matched by the rule's exact scope, found no rule and was forgotten, and the key's next job was
+// let past the limit while the first still ran. It is held again under the rule of its pattern, as
+// a rule change without a restart keeps the calls in flight (meter-book.ts carryOver).
+
+/** Each job states 125,000 output tokens at most: its worst case is about $5.01, so $6 fits one. */
+const MAX_OUTPUT = 125_000
+const rules = (model: string) => [{ api_key_pattern: 'sk-bgedit-*', model_pattern: model, daily_limit_usd: 6, action: 'block', reserve: 'max_tokens' }]
+
+const answers: Answers = new Map()
+let upstream: MockUpstream
+let t: TestServer
+
+beforeAll(async () => {
+  upstream = await startMockUpstream(backgroundResponder(answers))
+  t = await startTestServer({ timezone: 'UTC', budgets: { rules: rules('o3-deep-research*') } }, upstream.url)
+})
+afterAll(async () => {
+  await t?.cleanup()
+  await upstream?.close()
+})
+
+const start = (key: string, id: string) =>
+  postJson(
+    `${t.url}/v1/responses`,
+    { model: 'o3-deep-research', input: 'Research otters in space.', background: true, max_output_tokens: MAX_OUTPUT, metadata: { id }, tools: [{ type: 'web_search_preview' }] },
+    { authorization: `Bearer ${key}` },
+  )
+
+describe("a background job's hold across a restart that edited its rule's scope", () => {
+  it('is held again under the rule of its pattern: the next job, whose worst case no longer fits, is refused', async () => {
+    const key = 'sk-bgedit-aaaaaaaaaaaa-0001'
+    expect((await start(key, 'resp_bgedit_a')).status).toBe(200)
+    const second = await start(key, 'resp_bgedit_b')
+    expect(second.status).toBe(429)
+
+    // Restarted with the rule's scope widened (it still covers the job, which runs on).
+    await t.stop()
+    t = await startTestServer({ timezone: 'UTC', budgets: { rules: rules('o3-*') } }, upstream.url, t.dir)
+    const after = await start(key, 'resp_bgedit_c')
+    expect(after.status).toBe(429)
+    expect(after.json().error).toMatchObject({ type: 'budget_exceeded', period: 'daily' })
+    expect(after.json().error.message).toMatch(/could cost up to/)
+  })
+})
