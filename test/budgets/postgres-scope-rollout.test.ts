@@ -1,8 +1,9 @@
 import { calcPrice } from '@pydantic/genai-prices'
 import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
+import type { PostgresStore } from '../../src/main/storage/postgres'
 import { eventually, postJson } from '../support/http'
-import { holdRows, lockWaiters, usePostgres } from '../support/pg-harness'
+import { holdLock, holdRows, lockWaiters, until, usePostgres } from '../support/pg-harness'
 import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from './support'
 
 /**
@@ -71,4 +72,64 @@ describe("a rule's scope changed on one instance and not yet on the other (Postg
     expect(replies.find((r) => r.status === 429)!.json().error).toMatchObject({ type: 'budget_exceeded', period: 'daily' })
     expect(h.upstream.requests.length).toBe(sent + 1)
   }, 90_000)
+
+  it("a call on the other instance settled while the admission waited for its row: its cost counts, though its call is not stored yet", async () => {
+    const url = h.database()
+    const key = 'sk-rollset-aaaaaaaa-0002'
+    // Two calls already spent; room for a third call's worst case, not for its real cost and a fourth's worst case.
+    const limit = 2.5 * NANO_COST + WORST
+    const pattern = 'sk-rollset-*'
+    const rule = (model: string) => ({ api_key_pattern: pattern, model_pattern: model, daily_limit_usd: limit, action: 'block', reserve: 'max_tokens' })
+    const a = await pgBudgetServer(h, url, { budgets: { rules: [rule('gpt-5-nano*')] } })
+    const b = await pgBudgetServer(h, url, { budgets: { rules: [rule('gpt-5*')] } })
+    const call = (t: typeof a) => postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
+
+    replayJson(h.upstream, NANO_FIXTURE)
+    expect((await call(a)).status).toBe(200)
+    expect((await call(b)).status).toBe(200)
+    await eventually(async () => {
+      const r = await a.store.all<{ spent_usd: number }>("SELECT spent_usd FROM budget_spend WHERE api_key_hash = @k AND period = 'daily'", { k: hashKey(key) })
+      return r.length === 2 && r.every((x) => Math.abs(x.spent_usd - 2 * NANO_COST) < 1e-9)
+    })
+    await eventually(async () => (await a.store.get<{ n: number }>('SELECT COUNT(*)::int AS n FROM budget_settled WHERE owed'))?.n === 0)
+
+    // B's third call in flight; its settlement is to wait for B's row, and its storing for `calls`.
+    replayJson(h.upstream, NANO_FIXTURE, { headerDelayMs: 1500 })
+    const sent = h.upstream.requests.length
+    const third = call(b)
+    await eventually(() => h.upstream.requests.length === sent + 1)
+    const calls = await holdLock(a.store, 'LOCK TABLE calls IN EXCLUSIVE MODE')
+    let fourth: Awaited<ReturnType<typeof call>>
+    try {
+      const bRow = await holdRows(a.store, "SELECT id FROM budget_spend WHERE api_key_hash = @k AND period = 'daily' AND rule_key = @rk", {
+        k: hashKey(key),
+        rk: JSON.stringify([pattern, null, 'gpt-5*', null, null]),
+      })
+      try {
+        expect((await third).status).toBe(200)
+        await waiting(a.store, 'the settlement', '%array_agg(i.sid%')
+        // A's admission queues behind it for B's row.
+        const next = call(a)
+        await waiting(a.store, 'the admission', 'WITH want (period%')
+        await bRow.release()
+        fourth = await next
+      } finally {
+        await bRow.release()
+      }
+    } finally {
+      await calls.release()
+    }
+    // The third call's cost (owed to A's row until stored) and the fourth's worst case do not fit.
+    expect(fourth.status).toBe(429)
+    expect(fourth.json().error).toMatchObject({ type: 'budget_exceeded', period: 'daily' })
+    expect(h.upstream.requests.length).toBe(sent + 1)
+  }, 90_000)
 })
+
+/** Resolves once a statement whose text is like `like` waits on a lock. */
+async function waiting(store: PostgresStore, what: string, like: string): Promise<void> {
+  await until(`${what} waiting on a lock`, async () => {
+    const rows = await store.all("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE @q", { q: like })
+    return rows.length > 0
+  })
+}
