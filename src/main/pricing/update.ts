@@ -157,7 +157,12 @@ export class PriceUpdater {
     const sameBundle = cached.bundled === this.bundled
     const inUse = (await lib.waitForUpdate()) ?? []
     const unchecked = cached.charges_checked !== true
-    const older = refuseReason(lib, cached.providers, inUse, !sameBundle) ?? (unchecked ? (await unchargedReason(lib, cached.providers, inUse)).refused : null)
+    const before = Array.isArray(cached.kept) ? cached.kept.filter((k) => typeof k === 'string') : []
+    // Over other bundled data, the entries it kept (./keep-known.ts) are that data's prices, not the
+    // copy's: it must price this bundled data's models itself, or this data's prices would be
+    // replaced by the older release's, and kept so after each download.
+    const own = sameBundle ? cached.providers : withoutKept(cached.providers, before)
+    const older = refuseReason(lib, own, inUse, !sameBundle) ?? (unchecked ? (await unchargedReason(lib, own, inUse)).refused : null)
     if (older) {
       this.opts.log?.info(`prices: not using ${this.file} (${older}); keeping the bundled data`)
       return false
@@ -165,7 +170,6 @@ export class PriceUpdater {
     // A copy kept before entries were kept (./keep-known.ts) may lack models the bundled data prices.
     const known = keepKnown(lib, cached.providers, inUse, this.bundledProviders)
     if (this.closed || !this.apply(known.data)) return false
-    const before = Array.isArray(cached.kept) ? cached.kept.filter((k) => typeof k === 'string') : []
     const newly = known.kept.filter((k) => !before.includes(k))
     this.sayKept(this.file, newly)
     this.kept = [...before, ...newly]
