@@ -166,6 +166,23 @@ describe('a download from a mirror behind the bundled data (its newest models mi
     expect(await recorded(t, call(t, 'claude-v1'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(1.04, 9) })
   })
 
+  it('checks a model it kept, listed again by a later download, as any model the data in use charges for', async () => {
+    await asAtStart()
+    const warnings: string[] = []
+    const lost = [...NEWEST, 'claude-2']
+    served = withAnthropic((models) => models.filter((m) => !lost.includes(m.id)))
+    const t = await serverBehindMirror(warnings)
+    const updater = t.server.context.prices!.updater
+    expect(await updater.update()).toBe(true)
+    // A day later the three listed again, at per-token prices written under the per-million keys: a millionth of their cost.
+    served = withAnthropic((models) => models.map((m) => (lost.includes(m.id) ? { ...m, prices: { input_mtok: m.prices.input_mtok / 1e6, output_mtok: m.prices.output_mtok / 1e6 } } : m)))
+    servedAt = 'Sun, 02 Aug 2026 00:00:00 GMT'
+    // Applied before, unchecked, with nothing logged: recorded at $0.0000006.
+    expect(await updater.update()).toBe(false)
+    expect(updater.status()).toMatchObject({ updated_at: '2026-08-01T00:00:00.000Z', last_error: expect.stringContaining('moves the price of 3 anthropic models 100 times or more') })
+    expect(await recorded(t, call(t, 'claude-opus-5-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.6, 9) })
+  })
+
   it('keeps no entry for a model renamed upstream: the new entry that takes its old name prices it', async () => {
     await asAtStart()
     const warnings: string[] = []

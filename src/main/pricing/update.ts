@@ -221,10 +221,10 @@ export class PriceUpdater {
       if (this.closed) return false
       const lib = await loadPriceLibrary()
       const inUse = (await lib.waitForUpdate()) ?? []
-      // Checked against the data as last downloaded: the entries kept from before are no model the download lost.
-      const last = withoutKept(inUse, this.kept)
-      const shape = refuseReason(lib, data, last)
-      const charges = shape ? null : await unchargedReason(lib, data as Provider[], last)
+      // Models lost are counted against the data as last downloaded: the entries kept from before are no model the download lost.
+      // Charges are checked against the data in use: a kept model listed again is one it charges for.
+      const shape = refuseReason(lib, data, withoutKept(inUse, this.kept))
+      const charges = shape ? null : await unchargedReason(lib, data as Provider[], inUse)
       const refused = shape ?? charges!.refused
       if (refused) throw new Error(`the price data was refused: ${refused}`)
       if (this.closed) return false
