@@ -148,6 +148,31 @@ describe('a download from a mirror behind the bundled data (its newest models mi
     expect(await recorded(t, call(t, 'claude-sonnet-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.3, 9) })
   })
 
+  it('kept over bundled data of the same models at other prices, is used with this release\'s prices for the models it kept', async () => {
+    await asAtStart()
+    // As kept under a release whose bundled data listed the same models at other prices (a price corrected since).
+    const older = new Map([
+      ['claude-opus-5-5', { input_mtok: 15, output_mtok: 75 }],
+      ['claude-sonnet-5', { input_mtok: 3, output_mtok: 15 }],
+    ])
+    const keptThen = bundled.find((p) => p.id === 'anthropic')!.models.filter((m) => NEWEST.includes(m.id)).map((m) => ({ ...m, prices: older.get(m.id)! }))
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-older-mirror-'))
+    const at = '2026-08-01T00:00:00.000Z'
+    const copy = { updated_at: at, fetched_at: new Date().toISOString(), bundled: bundledPrint(bundled), charges_checked: true, kept: NEWEST.map((m) => `anthropic ${m}`), providers: withAnthropic((models) => [...models.filter((m) => !NEWEST.includes(m.id)), ...keptThen]) }
+    writeFileSync(join(dir, PRICES_FILE), JSON.stringify(copy), { mode: 0o600 })
+    let t = await serverBehindMirror([], dir)
+    // 100k input and 10k output tokens at this release's $4 and $20 per million: at the older one's $15 and $75 ($2.25) before.
+    expect(await recorded(t, call(t, 'claude-opus-5-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.6, 9) })
+    expect(t.server.context.prices!.updater.status()).toMatchObject({ source: 'cached', updated_at: at })
+    // The next start, and the next download from the mirror still behind: this release's prices still.
+    await asAtStart()
+    t = await t.restart()
+    cleanups.push(() => t.cleanup())
+    expect(await recorded(t, call(t, 'claude-sonnet-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.3, 9) })
+    expect(await t.server.context.prices!.updater.update()).toBe(true)
+    expect(await recorded(t, call(t, 'claude-opus-5-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.6, 9) })
+  })
+
   it('checks the next download against the data as downloaded: the entries kept are no models it lost', async () => {
     await asAtStart()
     const warnings: string[] = []

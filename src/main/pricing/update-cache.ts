@@ -17,6 +17,8 @@ export interface Cached {
   charges_checked?: boolean
   /** `provider model` of each entry kept from the data in use because the download lacks it (./keep-known.ts); absent in copies written before entries were kept. */
   kept?: string[]
+  /** `bundledPricesPrint()` of the bundled data `kept` was kept over: under other bundled prices they are that data's, not this one's. */
+  kept_over?: string
   providers: Provider[]
 }
 
@@ -27,6 +29,14 @@ let bundledMemo: Provider[] | null = null
 export function bundledData(data: Provider[]): Provider[] {
   bundledMemo ??= data
   return bundledMemo
+}
+
+let bundledPricesMemo: string | null = null
+
+/** A fingerprint of the bundled price data, prices and all (`bundledPrint` reads the ids alone), taken once. */
+export function bundledPricesPrint(data: Provider[]): string {
+  bundledPricesMemo ??= createHash('sha256').update(JSON.stringify(data)).digest('hex').slice(0, 32)
+  return bundledPricesMemo
 }
 
 /**

@@ -9,7 +9,7 @@ import { refuseReason } from './check-data'
 import { loadPriceLibrary, PRICE_DATA_URL, whenPriceLibraryLoaded } from './library'
 import { shownUrl } from './mirror-url'
 import { keepKnown, withoutKept } from './keep-known'
-import { bundledData, bundledPrint, type Cached, PRICES_FILE, readCache, writeCache } from './update-cache'
+import { bundledData, bundledPricesPrint, bundledPrint, type Cached, PRICES_FILE, readCache, writeCache } from './update-cache'
 import { downloadPrices } from './update-download'
 
 export { PRICES_FILE } from './update-cache'
@@ -157,24 +157,29 @@ export class PriceUpdater {
     const sameBundle = cached.bundled === this.bundled
     const inUse = (await lib.waitForUpdate()) ?? []
     const unchecked = cached.charges_checked !== true
-    const before = Array.isArray(cached.kept) ? cached.kept.filter((k) => typeof k === 'string') : []
-    // Over other bundled data, the entries it kept (./keep-known.ts) are that data's prices, not the
-    // copy's: it must price this bundled data's models itself, or this data's prices would be
-    // replaced by the older release's, and kept so after each download.
-    const own = sameBundle ? cached.providers : withoutKept(cached.providers, before)
+    const listed = Array.isArray(cached.kept) ? cached.kept.filter((k) => typeof k === 'string') : []
+    // The entries it kept (./keep-known.ts) are the prices of the bundled data they were kept over.
+    // Over other bundled data (another release's, or the same models at other prices) they are not
+    // the copy's own: it must price this bundled data's models itself, and this data's prices are
+    // kept in their place, or the older release's would stay in use, after each download too.
+    const keptHere = listed.length === 0 || (sameBundle && cached.kept_over === bundledPricesPrint(this.bundledProviders))
+    const own = keptHere ? cached.providers : withoutKept(cached.providers, listed)
+    const before = keptHere ? listed : []
     const older = refuseReason(lib, own, inUse, !sameBundle) ?? (unchecked ? (await unchargedReason(lib, own, inUse)).refused : null)
     if (older) {
       this.opts.log?.info(`prices: not using ${this.file} (${older}); keeping the bundled data`)
       return false
     }
     // A copy kept before entries were kept (./keep-known.ts) may lack models the bundled data prices.
-    const known = keepKnown(lib, cached.providers, inUse, this.bundledProviders)
+    const known = keepKnown(lib, own, inUse, this.bundledProviders)
     if (this.closed || !this.apply(known.data)) return false
     const newly = known.kept.filter((k) => !before.includes(k))
     this.sayKept(this.file, newly)
     this.kept = [...before, ...newly]
-    // Kept as checked, and naming what it keeps: the next start says nothing again.
-    if (unchecked || newly.length) await this.writeCache({ ...cached, charges_checked: true, kept: this.kept })
+    // Kept as checked, and naming what it keeps over which bundled data: the next start says nothing again.
+    if (unchecked || newly.length || !keptHere) {
+      await this.writeCache({ ...cached, providers: own, charges_checked: true, kept: this.kept, kept_over: bundledPricesPrint(this.bundledProviders) })
+    }
     this.state.source = 'cached'
     this.state.updated_at = cached.updated_at ?? null
     const fetched = Date.parse(cached.fetched_at)
@@ -235,7 +240,7 @@ export class PriceUpdater {
       this.recovered()
       const newly = known.kept.filter((k) => !this.kept.includes(k))
       this.kept = known.kept
-      await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, charges_checked: true, kept: known.kept, providers: known.data })
+      await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, charges_checked: true, kept: known.kept, kept_over: bundledPricesPrint(this.bundledProviders), providers: known.data })
       this.opts.log?.info(`prices: updated from ${this.shown} (data of ${published})`)
       this.sayKept('the new data', newly)
       for (const m of charges!.madeFree) this.opts.log?.warn(`prices: the new data makes ${m} free: it is charged $0 from now on (a price in pricing.overrides or the admin API wins)`)
