@@ -3,7 +3,6 @@ import net from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { fixture, sseChunks } from '../support/fixtures'
 import { eventually, request } from '../support/http'
-import { sleep } from '../support/mock-upstream'
 import { serverOverMockUpstream } from '../support/server'
 import { ledgerRows } from '../support/ledger-rows'
 
@@ -65,20 +64,24 @@ describe('client disconnects', () => {
     expect(s.upstream.requests.length).toBe(upstreamRequests + 1)
     expect(s.t.server.proxy.active).toBe(0)
     // When the upstream finally answers, its connection is already gone: not one chunk is written.
-    await sleep(700)
+    const ended = s.upstream.endings.length
+    await eventually(() => s.upstream.endings.length > ended)
+    expect(s.upstream.endings.slice(ended)).toEqual(['gone'])
     expect(s.upstream.chunkTimes.length).toBe(0)
   })
 
   it('right after the response headers: recorded as 499 with what was metered', async () => {
     s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(STREAM, false), delayMs: 50 }))
     const before = rows().length
+    const ended = s.upstream.endings.length
     await callAndDrop('headers')
     const row = await nextRow(before)
     expect(row.status).toBe(499)
     expect(row.error).toBe('client_aborted')
     expect(s.t.server.proxy.active).toBe(0)
-    // The upstream stopped sending once its client was gone.
-    await sleep(200)
+    // The upstream stopped sending once its client was gone: its response ended cut, not whole.
+    await eventually(() => s.upstream.endings.length > ended)
+    expect(s.upstream.endings.slice(ended)).toEqual(['gone'])
     expect(s.upstream.chunkTimes.length).toBeLessThan(sseChunks(STREAM, false).length)
   })
 
@@ -95,19 +98,23 @@ describe('client disconnects', () => {
     const upstreamRequests = s.upstream.requests.length
     const before = rows().length
     const { port } = new URL(s.t.url)
-    await new Promise<void>((resolve) => {
-      const sock = net.connect(Number(port), '127.0.0.1', () => {
-        sock.write(`POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"model":`)
-        setTimeout(() => {
-          sock.destroy()
-          resolve()
-        }, 100)
-      })
-    })
-    await sleep(200)
-    expect(s.upstream.requests.length).toBe(upstreamRequests)
-    expect(rows().length).toBe(before)
-    expect(s.t.server.proxy.active).toBe(0)
+    const sock = net.connect(Number(port), '127.0.0.1')
+    await new Promise((r) => sock.once('connect', r))
+    sock.write(`POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"model":`)
+    // The proxy has the call and reads its body; the client goes.
+    await eventually(() => s.t.server.proxy.active === 1)
+    sock.destroy()
+    // The proxy let it go (a call it had sent on would be under way until answered and recorded).
+    await eventually(() => s.t.server.proxy.active === 0)
+    // A whole call after it goes upstream and is recorded: the one dropped did neither, before it.
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+    const whole = await request(`${s.t.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'claude-3-5-sonnet-20240620', max_tokens: 10, messages: [] }) })
+    expect(whole.status).toBe(200)
+    const row = await nextRow(before)
+    expect(rows().length).toBe(before + 1)
+    expect(row).toMatchObject({ status: 200, error: null })
+    expect(s.upstream.requests.length).toBe(upstreamRequests + 1)
+    expect(JSON.parse(s.upstream.requests[upstreamRequests].body.toString('utf8'))).toMatchObject({ max_tokens: 10, messages: [] })
     expect((await request(`${s.t.url}/api/health`)).status).toBe(200)
   })
 

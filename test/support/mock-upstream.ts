@@ -38,6 +38,12 @@ export interface MockUpstream {
   requests: RecordedRequest[]
   /** Times (performance.now()) at which each chunk of the latest response was written. */
   chunkTimes: number[]
+  /**
+   * How each response the mock stopped writing ended, in order: `sent` (its whole body), `gone` (its
+   * client had gone before a chunk, the rest not written), `reset` (resetAfterChunks). One that
+   * stalls or is still being written has none yet: a test waits for it to know the mock is done.
+   */
+  endings: ('sent' | 'gone' | 'reset')[]
   setResponder(r: Responder): void
   close(): Promise<void>
 }
@@ -47,6 +53,7 @@ export async function startMockUpstream(responder: Responder = () => ({ status: 
   let respond = responder
   const requests: RecordedRequest[] = []
   const chunkTimes: number[] = []
+  const endings: MockUpstream['endings'] = []
   const server = http.createServer(async (req, res) => {
     const parts: Buffer[] = []
     for await (const c of req) parts.push(c as Buffer)
@@ -70,16 +77,17 @@ export async function startMockUpstream(responder: Responder = () => ({ status: 
     for (let i = 0; i < chunks.length; i++) {
       if (reply.resetAfterChunks !== undefined && i >= reply.resetAfterChunks) {
         req.socket.destroy()
-        return
+        return void endings.push('reset')
       }
       if (reply.stallAfterChunks !== undefined && i >= reply.stallAfterChunks) return
       if (i === reply.holdAfterChunks) await reply.release
       if (i > 0 && reply.delayMs) await sleep(reply.delayMs)
-      if (res.destroyed) return
+      if (res.destroyed) return void endings.push('gone')
       res.write(chunks[i])
       chunkTimes.push(performance.now())
     }
     res.end()
+    endings.push('sent')
   })
   server.keepAliveTimeout = 1000
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
@@ -88,6 +96,7 @@ export async function startMockUpstream(responder: Responder = () => ({ status: 
     url: `http://127.0.0.1:${port}`,
     requests,
     chunkTimes,
+    endings,
     setResponder: (r) => {
       respond = r
     },
