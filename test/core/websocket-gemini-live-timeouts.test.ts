@@ -71,12 +71,18 @@ describe('an upstream silent on a Gemini Live API socket', () => {
     ws.send(JSON.stringify({ setup: { model: 'models/gemini-2.5-flash-native-audio-preview-09-2025' } }))
     ws.send(JSON.stringify({ clientContent: { turns: [{ role: 'user', parts: [{ text: 'Look it up' }] }], turnComplete: true } }))
     await eventually(() => frames.some((f) => f.toolCall), 10_000)
-    // The tool runs for twice the idle limit; the upstream waits for its answer meanwhile.
-    await new Promise((r) => setTimeout(r, 2500))
-    expect(closedWith).toBe(0)
+    // The tool runs while a turn on another socket, begun after, stalls: its idle timer, as long
+    // and started later, fires after any this socket's would have. The upstream waits meanwhile.
+    const other = await openSocket(s.t, `${LIVE_PATH}?key=AIza-test-live-timeout-0004`)
+    other.ws.send(JSON.stringify({ setup: { model: 'models/gemini-2.5-flash-native-audio-preview-09-2025' } }))
+    other.ws.send(JSON.stringify({ realtimeInput: { audio: { mimeType: 'audio/pcm;rate=16000', data: 'AAAA' } } }))
+    expect(await other.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
     ws.send(JSON.stringify({ toolResponse: { functionResponses: [{ id: 'call-1', name: 'lookup', response: { output: 'sunny' } }] } }))
-    const [row] = await rowsAfter(s.t, before, 1)
+    const got = await rowsAfter(s.t, before, 2)
+    expect(closedWith).toBe(0)
     ws.close()
-    expect(row).toMatchObject({ endpoint: 'live', status: 200, input_tokens: 373, output_tokens: 23, estimated: 0 })
+    // The other socket's stalled turn first; this one's, answered after the tool, whole.
+    expect(got[0]).toMatchObject({ endpoint: 'live', status: 504, error: 'upstream_stalled' })
+    expect(got[1]).toMatchObject({ endpoint: 'live', status: 200, input_tokens: 373, output_tokens: 23, estimated: 0 })
   })
 })
