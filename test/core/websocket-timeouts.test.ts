@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto'
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
+import type { Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import type { Logger } from '../../src/main/log'
@@ -186,15 +188,29 @@ describe('an upstream silent on a Responses WebSocket', () => {
 
   it('while the client reads slowly (the relay holds the upstream back), its silence is not the upstream\'s: nothing is cut', async () => {
     const before = rows().length
-    const c = await open()
+    // The relay's socket to the upstream: one this process opens to the upstream's port.
+    const opened: Socket[] = []
+    const watch = (m: unknown) => void opened.push((m as { socket: Socket }).socket)
+    subscribe('net.client.socket', watch)
+    const c = await open().finally(() => unsubscribe('net.client.socket', watch))
+    const toUpstream = opened.filter((s) => s.remotePort === Number(new URL(up.url).port))
+    expect(toUpstream).toHaveLength(1)
     c.ws.pause()
     c.ws.send(create('big please'))
-    // The relay has paused the upstream for the client; a while longer than the idle limit passes.
-    await new Promise((r) => setTimeout(r, IDLE_MS * 2.5))
-    expect(rows().length).toBe(before)
+    // The relay has paused the upstream for the client: it reads nothing more from it. Held back
+    // while a response on another socket, begun after, stalls: its idle timer, as long and started
+    // later, fires after any of this socket's.
+    await eventually(() => toUpstream[0].isPaused(), 10_000)
+    const other = await open()
+    other.ws.send(create('stall please'))
+    expect(await other.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
     c.ws.resume()
-    const r = await eventually(() => rows()[before], 10_000)
-    expect(r).toMatchObject({ status: 200, error: null, output_tokens: 40 })
+    await eventually(() => rows().length === before + 2, 10_000)
+    expect(rows().slice(before).map((r) => [r.status, r.error])).toEqual([
+      [504, 'upstream_stalled'],
+      [200, null],
+    ])
+    expect(rows()[before + 1]).toMatchObject({ status: 200, error: null, output_tokens: 40 })
     await eventually(() => c.frames.length === BIG_DELTAS + 2, 10_000)
     expect(JSON.parse(c.frames[BIG_DELTAS + 1]).type).toBe('response.completed')
     expect(c.ws.readyState).toBe(WebSocket.OPEN)
@@ -206,18 +222,25 @@ describe('an upstream silent on a Responses WebSocket', () => {
     const c = await open()
     c.ws.send(create('slow please'))
     await eventually(() => rows().length === before + 1, 10_000)
-    // Quiet between turns for longer than both limits (and a ping's, answered both here and upstream): the socket stays open.
+    // Quiet between turns (after a ping, answered both here and upstream) for longer than every
+    // limit: a response asked for on another socket after it gets no first frame, and its timer,
+    // the longest limit and started later, fires after any of this socket's. This one stays open.
     const pong = new Promise((r) => c.ws.once('pong', r))
     c.ws.ping()
     await pong
-    await new Promise((r) => setTimeout(r, FIRST_BYTE_MS + IDLE_MS))
-    expect(c.ws.readyState).toBe(WebSocket.OPEN)
+    let closedEarly = false
+    void c.closed.then(() => (closedEarly = true))
+    const other = await open()
+    other.ws.send(create('silent please'))
+    expect(await other.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
     c.ws.send(create('slow again'))
-    await eventually(() => rows().length === before + 2, 10_000)
+    await eventually(() => rows().length === before + 3 || closedEarly, 10_000)
     expect(rows().slice(before).map((r) => [r.status, r.error, r.output_tokens])).toEqual([
       [200, null, 40],
+      [504, 'upstream_timeout', 0],
       [200, null, 40],
     ])
+    expect(closedEarly).toBe(false)
     expect(c.ws.readyState).toBe(WebSocket.OPEN)
     c.ws.close()
   })
