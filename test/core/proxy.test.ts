@@ -4,7 +4,7 @@ import Database from 'better-sqlite3'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { fixture, sseChunks } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, sleep, startMockUpstream } from '../support/mock-upstream'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 import { ledgerRows } from '../support/ledger-rows'
 
@@ -242,6 +242,7 @@ describe('errors and aborts are recorded', () => {
     const chunks = sseChunks(fixture('anthropic/messages-stream-cache-write.sse'), false)
     upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks, delayMs: 100 }))
     const before = await settledCount()
+    const ended = upstream.endings.length
     await new Promise<void>((resolve) => {
       const req = http.request(`${t.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
         let n = 0
@@ -262,8 +263,9 @@ describe('errors and aborts are recorded', () => {
     expect(row.input_tokens).toBe(4 + 1165)
     expect(row.cache_write_tokens).toBe(1165)
     expect(row.cost_usd).toBeGreaterThan(0)
-    await sleep(150)
-    // The upstream saw its client go away before it sent everything.
+    // The upstream saw its client go away before it sent everything: its response ended cut, not whole.
+    await eventually(() => upstream.endings.length > ended)
+    expect(upstream.endings.slice(ended)).toEqual(['gone'])
     expect(upstream.chunkTimes.length).toBeLessThan(chunks.length)
   })
 })
