@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { alertsOf } from '../../src/main/alerts'
+import { alertsOf, sendTestAlert } from '../../src/main/alerts'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { NANO_COST, NANO_FIXTURE, callsOf, chat, replayJson } from '../budgets/support'
 import { eventually } from '../support/http'
@@ -52,8 +52,13 @@ describe('a webhook retry waiting at shutdown (SQLite)', () => {
       t = await t.restart()
       expect((await chat(t, KEY)).status).toBe(200)
       await eventually(() => callsOf(t, KEY).length === 3)
-      await new Promise((r) => setTimeout(r, 300))
-      expect(hook.got).toHaveLength(1)
+      // What the start or the call sends is made before a test alert sent now, and a webhook's
+      // alerts go in turn: the test alert is the only one made, received after the first alone.
+      const a = alertsOf(t.server.context)
+      const [test] = await sendTestAlert(a)
+      expect(test.status).toBe('delivered')
+      expect(a.webhooks.deliveries().map((d) => d.type)).toEqual(['test'])
+      expect(hook.got.map((g) => g.body.type)).toEqual(['budget.threshold', 'test'])
     } finally {
       await t.cleanup()
       await hook.close()
