@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startTestServer } from '../../../test/support/server'
 import { otherUsersListener } from './listener-owner'
-import { PortTakenError, canListen, connectUrl, findFreePort, probePort, reachableUrl, startOrAttach } from './port'
+import { PortTakenError, canListen, connectUrl, findFreePort, patientProbe, probePort, reachableUrl, startOrAttach } from './port'
 
 const closers: (() => Promise<unknown>)[] = []
 afterEach(async () => {
@@ -119,7 +119,48 @@ describe('probePort', () => {
     const port = await listenOn(s)
     closers.push(async () => sockets.forEach((x) => x.destroy()))
     const owner = await probePort('127.0.0.1', port, 200)
-    expect(owner).toEqual({ kind: 'other', detail: 'it does not answer HTTP within 200 ms' })
+    expect(owner).toEqual({ kind: 'other', detail: 'it does not answer HTTP within 200 ms', slow: true })
+  })
+})
+
+describe('patientProbe', () => {
+  it('asks a holder that did not answer in time once more, and attaches to a Burnrate answering late', async () => {
+    // A Burnrate too busy to answer the first health check in time (it is answered only once its
+    // connection was given up), then answering: the app attaches, never offering another port.
+    const t = await startTestServer()
+    closers.push(() => t.cleanup())
+    const health = (await fetch(`${t.url}/api/health`)).json()
+    let asked = 0
+    const busy = http.createServer((req, res) => {
+      if (asked++ === 0) return // the first check gets no answer (its client gives up)
+      void health.then((body) => {
+        res.setHeader('content-type', 'application/json')
+        res.end(JSON.stringify(body))
+      })
+    })
+    const port = await listenOn(busy)
+    closers.push(async () => busy.closeAllConnections())
+    const r = await startOrAttach({
+      host: '127.0.0.1',
+      port,
+      listen: async () => {
+        throw new PortTakenError('taken')
+      },
+      askOtherPort: async (_t, _s, detail) => {
+        throw new Error(`must not ask: ${detail}`)
+      },
+    })
+    expect(r).toMatchObject({ kind: 'attached', url: `http://127.0.0.1:${port}` })
+    expect(asked).toBe(2)
+  })
+
+  it('says other, slow, for a program that never answers either check', async () => {
+    const sockets: net.Socket[] = []
+    const s = net.createServer((sock) => sockets.push(sock))
+    const port = await listenOn(s)
+    closers.push(async () => sockets.forEach((x) => x.destroy()))
+    // The second, longer, check is the one the answer names (the first waited 100 ms).
+    expect(await patientProbe('127.0.0.1', port, 100, 200)).toEqual({ kind: 'other', detail: 'it does not answer HTTP within 200 ms', slow: true })
   })
 })
 

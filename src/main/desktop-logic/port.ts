@@ -6,7 +6,7 @@ import { otherUsersListener } from './listener-owner'
 export type PortOwner =
   | { kind: 'free' }
   | { kind: 'burnrate'; url: string; version: string }
-  | { kind: 'other'; detail: string }
+  | { kind: 'other'; detail: string; slow?: true }
 
 /** The address to connect to for a listen address (a wildcard listen is reached on loopback). */
 export function connectUrl(host: string, port: number): string {
@@ -52,7 +52,7 @@ export async function probePort(host: string, port: number, timeoutMs = 1500): P
   } catch (err) {
     const code = (err as { cause?: { code?: string } }).cause?.code
     if (code === 'ECONNREFUSED') return { kind: 'free' }
-    if ((err as Error).name === 'TimeoutError') return { kind: 'other', detail: `it does not answer HTTP within ${timeoutMs} ms` }
+    if ((err as Error).name === 'TimeoutError') return { kind: 'other', detail: `it does not answer HTTP within ${timeoutMs} ms`, slow: true }
     return { kind: 'other', detail: `it does not speak HTTP (${code ?? (err as Error).message})` }
   }
   let body: Partial<Health> | null
@@ -71,6 +71,20 @@ export async function probePort(host: string, port: number, timeoutMs = 1500): P
   }
   const server = res.headers.get('server')
   return { kind: 'other', detail: `it answered HTTP ${res.status}${server ? ` (${server})` : ''}, not Burnrate's health check` }
+}
+
+/** How long a holder of the port that did not answer the first health check in time is given: a Burnrate busy (a load run, a long export, a machine starting up) answers late. */
+const SLOW_ANSWER_MS = 10_000
+
+/**
+ * `probePort`, asked once more, patiently, when no answer came in time: a Burnrate too busy to
+ * answer within 1.5 s is still the one to attach to (taken for another program, the app offered
+ * another port, and the tray showed a second Burnrate's spend while the agents reached the first).
+ * A program that accepts and never answers costs the wait before the question.
+ */
+export async function patientProbe(host: string, port: number, firstMs = 1500, slowMs = SLOW_ANSWER_MS): Promise<PortOwner> {
+  const first = await probePort(host, port, firstMs)
+  return first.kind === 'other' && first.slow ? probePort(host, port, slowMs) : first
 }
 
 /** Whether a TCP listen on host:port succeeds right now. */
@@ -117,7 +131,7 @@ export interface StartOrAttachOptions {
  * something else holds it, say what and offer the next free port.
  */
 export async function startOrAttach(opts: StartOrAttachOptions): Promise<StartResult> {
-  const probe = opts.probe ?? probePort
+  const probe = opts.probe ?? patientProbe
   const findFree = opts.findFreePort ?? findFreePort
   let owner: PortOwner = { kind: 'free' }
   if (opts.port !== 0) owner = await probe(opts.host, opts.port)
