@@ -112,4 +112,20 @@ export const PG_MIGRATIONS_FROM_15: PgMigration[] = [
       $$`,
     ],
   },
+  {
+    version: 28,
+    description: "what the calls in flight reserved, and settlements still owe, on a key's spend rows of a rule's pattern created after an admission's statement began: read with a snapshot of its own",
+    // An admission finds the other rows it locks with its statement's snapshot (budgets/state/pg/admission.ts
+    // rowLocks): a row another instance's rule as edited created while the statement waited for a
+    // lock is not among them. Read here once every lock is held, its reservation is not missed.
+    sql: [
+      `CREATE OR REPLACE FUNCTION burnrate_unseen_reserved_usd(key TEXT, rkp TEXT, per TEXT, st BIGINT, sess TEXT, seen BIGINT[], eps DOUBLE PRECISION, lease DOUBLE PRECISION)
+        RETURNS DOUBLE PRECISION LANGUAGE sql VOLATILE AS $$
+        SELECT (COALESCE(SUM(CASE WHEN o.reserved_usd > eps THEN o.reserved_usd ELSE 0 END), 0) + COALESCE(SUM(burnrate_owed_usd(o.id, key, lease)), 0))::float8
+          FROM budget_spend o
+         WHERE o.api_key_hash = key AND o.period = per AND left(o.rule_key, length(rkp)) = rkp AND o.id <> ALL(seen)
+           AND (per = 'window' OR (o.period_start = st AND o.session = sess))
+      $$`,
+    ],
+  },
 ]

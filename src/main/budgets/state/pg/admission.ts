@@ -240,37 +240,47 @@ function rowLocks(window: boolean): string {
   // Found first, each kind by its own index (one OR over them all read every row of the key), then
   // locked: the columns a row is found by never change.
   return `cand AS (
-                SELECT b.id, w.period, w.lim${edge}, true AS own
+                SELECT b.id, w.period, w.start, w.session, w.lim${edge}, true AS own
                   FROM want w JOIN budget_spend b
                     ON b.rule_key = @rk AND b.api_key_hash = @key AND b.period = w.period AND b.period_start = w.start AND b.session = w.session
                 UNION ALL
-                SELECT b.id, w.period, w.lim${edge}, false
+                SELECT b.id, w.period, w.start, w.session, w.lim${edge}, false
                   FROM want w JOIN budget_spend b
                     ON b.api_key_hash = @key AND b.period = w.period AND b.period_start = w.start AND b.session = w.session
                  WHERE w.period <> 'window' AND b.rule_key <> @rk AND left(b.rule_key, length(@rkp::text)) = @rkp::text${window ? `
                 UNION ALL
-                SELECT b.id, w.period, w.lim${edge}, false
+                SELECT b.id, w.period, w.start, w.session, w.lim${edge}, false
                   FROM want w JOIN budget_spend b ON b.api_key_hash = @key AND b.period = 'window'
                  WHERE w.period = 'window' AND NOT (b.rule_key = @rk AND b.period_start = w.start)
                    AND left(b.rule_key, length(@rkp::text)) = @rkp::text` : ''}
               ),
               rowlocks AS (
-                SELECT b.id, c.period, c.lim${window ? ', c.edge' : ''}, b.spent_usd, b.reserved_usd, c.own
+                SELECT b.id, c.period, c.start, c.session, c.lim${window ? ', c.edge' : ''}, b.spent_usd, b.reserved_usd, c.own
                   FROM cand c JOIN budget_spend b ON b.id = c.id
                  ORDER BY b.id FOR UPDATE OF b
               )`
 }
 
-/** What the calls in flight reserved on the other rows locked of own row `x`'s period, and what their settlements still owe (see rowLocks). */
-const OTHER_RESERVED = `SELECT COALESCE(SUM(CASE WHEN o.reserved_usd > @eps::float8 THEN o.reserved_usd ELSE 0 END), 0)
+/**
+ * What the calls in flight reserved on the other rows of own row `x`'s period, and what their
+ * settlements still owe (see rowLocks): those locked, and those created since the statement's
+ * snapshot (the rule as edited on another instance creating its rows while this statement waited
+ * for a lock), which `cand` cannot find: read once every row is locked, with a snapshot of their
+ * own (burnrate_unseen_reserved_usd, migration 28; the array's subquery locks the rest first).
+ * Builds before this one missed those, and both calls were admitted where the limit had room for
+ * one (test/budgets/postgres-rollout-new-rows.test.ts).
+ */
+const OTHER_RESERVED = `(SELECT COALESCE(SUM(CASE WHEN o.reserved_usd > @eps::float8 THEN o.reserved_usd ELSE 0 END), 0)
                              + COALESCE(SUM(burnrate_owed_usd(o.id, @key, @lease::float8)), 0)
-                        FROM rowlocks o WHERE NOT o.own AND o.period = x.period`
+                        FROM rowlocks o WHERE NOT o.own AND o.period = x.period)
+                       + burnrate_unseen_reserved_usd(@key, @rkp::text, x.period, x.start, x.session,
+                                                      (SELECT array_agg(a.id) FROM rowlocks a), @eps::float8, @lease::float8)`
 
 /** The CTE `locked` of the admission statement for calendar periods and sessions: the rows locked, their figures and test. */
 function lockCalendar(admits: string): string {
   return `${rowLocks(false)},
               figures AS (
-                SELECT id, period, lim, spent_usd, reserved_usd + (${OTHER_RESERVED}) AS reserved_usd
+                SELECT id, period, lim, spent_usd, reserved_usd + ${OTHER_RESERVED} AS reserved_usd
                   FROM rowlocks x WHERE x.own
               ),
               locked AS (
@@ -283,7 +293,7 @@ function lockCalendar(admits: string): string {
 function lockWithWindow(admits: string): string {
   return `${rowLocks(true)},
               figures AS (
-                SELECT id, period, lim, reserved_usd + (${OTHER_RESERVED}) AS reserved_usd,
+                SELECT id, period, lim, reserved_usd + ${OTHER_RESERVED} AS reserved_usd,
                        CASE WHEN period = 'window' THEN burnrate_window_spent(id, edge) ELSE spent_usd END AS spent_usd
                   FROM rowlocks x WHERE x.own
               ),
