@@ -93,7 +93,8 @@ function conflict(pid: number, file: string): ConnectError {
  * Makes the lock whole at once (EEXIST when there is one): written to a file of this process's
  * first, then linked under its name, so another Burnrate never finds it empty, which it would take
  * for a lock cut off by a crash, and take over. Where links cannot be made (some network or FAT
- * folders), it is made in place.
+ * folders: EPERM on Linux, ENOTSUP on macOS, EISDIR on Windows, libuv's name for what
+ * CreateHardLink gives on FAT32 and exFAT), it is made in place, which says what else stops it.
  */
 function create(file: string, body: string): void {
   const tmp = `${file}.${process.pid}.tmp`
@@ -102,9 +103,7 @@ function create(file: string, body: string): void {
   try {
     linkSync(tmp, file)
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    if (code === 'EEXIST') throw err
-    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS' && code !== 'EXDEV') throw err
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw err
     write(file, body)
   } finally {
     rmSync(tmp, { force: true })
