@@ -15,6 +15,7 @@ import { eventually } from '../support/http'
  */
 
 const PRELOAD = pathToFileURL(join(ROOT, 'test/faults/lock-pause-preload.mjs')).href
+const NO_LINKS = pathToFileURL(join(ROOT, 'test/faults/no-links-preload.mjs')).href
 const env = { ...process.env, BURNRATE_PRICE_AUTO_UPDATE: 'false', BURNRATE_CONFIG: '', BURNRATE_PORT: '', BURNRATE_DATA_DIR: '' }
 
 let dir: string
@@ -41,13 +42,18 @@ interface Run {
   outcome: Promise<{ listening?: string; exit?: number | null; output: string }>
 }
 
-function burnrate(pause?: 'create' | 'takeover'): Run {
+/** `noLinks`: hard links cannot be made in the data folder (a FAT drive: ./no-links-preload.mjs), link() failing with that code. */
+function burnrate(pause?: 'create' | 'takeover', noLinks?: string): Run {
   const cfg = join(dir, 'cfg.yaml')
   if (!existsSync(cfg)) writeFileSync(cfg, 'server:\n  port: 0\n')
-  const args = [...(pause ? ['--import', PRELOAD] : []), CLI, '--config', cfg, '--data-dir', dir, '--port', '0']
+  const args = [...(pause ? ['--import', PRELOAD] : []), ...(noLinks ? ['--import', NO_LINKS] : []), CLI, '--config', cfg, '--data-dir', dir, '--port', '0']
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { ...env, ...(pause ? { BURNRATE_TEST_LOCK_PAUSE: pause, BURNRATE_TEST_LOCK_GATE: gate() } : {}) },
+    env: {
+      ...env,
+      ...(pause ? { BURNRATE_TEST_LOCK_PAUSE: pause, BURNRATE_TEST_LOCK_GATE: gate() } : {}),
+      ...(noLinks ? { BURNRATE_TEST_LINK_ERROR: noLinks, BURNRATE_TEST_LINK_DIR: dir } : {}),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   children.push(child)
@@ -91,12 +97,16 @@ describe('two Burnrates claiming one data folder at once', () => {
     expect(JSON.parse(readFileSync(lockFile(), 'utf8')).pid).toBe(a.child.pid)
   })
 
-  it('of two taking over a stale lock, the one that finds the other has taken it over already refuses: it does not remove the other\'s lock', async () => {
+  it.each([
+    ['', 'links'],
+    ['EPERM', 'no hard links (a FAT drive on Linux)'],
+    ['EISDIR', 'no hard links (a FAT drive on Windows)'],
+  ])('of two taking over a stale lock, the one that finds the other has taken it over already refuses: it does not remove the other\'s lock (%s: %s)', async (noLinks) => {
     writeFileSync(lockFile(), JSON.stringify({ pid: await deadPid(), url: 'http://127.0.0.1:8787', started_at: new Date().toISOString(), claim: 'gone' }), { mode: 0o600 })
-    const a = burnrate('takeover')
+    const a = burnrate('takeover', noLinks || undefined)
     // A has found the lock stale, and is about to take it over.
     await eventually(() => existsSync(`${gate()}.paused`) || undefined, 60_000)
-    const b = burnrate()
+    const b = burnrate(undefined, noLinks || undefined)
     const second = await b.outcome
     expect(second.listening, second.output).toBeDefined()
     writeFileSync(gate(), '')

@@ -1,8 +1,9 @@
 /* global process */
-// Loaded into the built CLI with --import by test/faults/locks-without-links.test.ts (never in
-// production): hard links cannot be made in the data folder, as on a FAT32 or exFAT drive, where
-// link() fails with the code BURNRATE_TEST_LINK_ERROR: EPERM on Linux; EISDIR on Windows (libuv's
-// name for ERROR_INVALID_FUNCTION, what CreateHardLink gives there).
+// Loaded into the built CLI with --import by test/faults/locks-without-links.test.ts and
+// data-folder-lock-race.test.ts (never in production): hard links cannot be made in the data
+// folder (BURNRATE_TEST_LINK_DIR), as on a FAT32 or exFAT drive, where link() fails with the code
+// BURNRATE_TEST_LINK_ERROR: EPERM on Linux; EISDIR on Windows (libuv's name for
+// ERROR_INVALID_FUNCTION, what CreateHardLink gives there).
 import fs from 'node:fs'
 import { syncBuiltinESMExports } from 'node:module'
 

@@ -141,7 +141,8 @@ function createLock(file: string, body: LockBody): boolean {
  * Takes over the lock `stale` was read from: moved aside (one step: of two Burnrates taking it over
  * at once, only one moves it), then removed if it is the lock read. If it is not (another Burnrate
  * took the stale one over first and this moved its claim), it is put back, and the next look finds
- * that Burnrate holding the folder: removed, both served it.
+ * that Burnrate holding the folder: removed, both served it. Put back by a link, or where links
+ * cannot be made, as locks are made there (created, then written with what was moved).
  */
 function takeOver(file: string, stale: LockBody | null): void {
   const aside = `${file}.${randomBytes(6).toString('hex')}.old`
@@ -156,13 +157,29 @@ function takeOver(file: string, stale: LockBody | null): void {
   if (!same) {
     try {
       linkSync(aside, file)
-    } catch {
-      // Claimed again meanwhile, or no links here: the next look finds the folder held or free.
+    } catch (err) {
+      // Claimed again meanwhile (EEXIST): the next look finds the folder held.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') putBackInPlace(aside, file)
     }
   }
   try {
     unlinkSync(aside)
   } catch {}
+}
+
+/** A lock moved aside put back under its name where no link can be made: a new file (never one made there meanwhile) holding what was moved. */
+function putBackInPlace(aside: string, file: string): void {
+  try {
+    const text = readFileSync(aside)
+    const fd = openSync(file, 'wx', 0o600)
+    try {
+      writeFileSync(fd, text)
+    } finally {
+      closeSync(fd)
+    }
+  } catch {
+    // Claimed again meanwhile, or the folder cannot be written: the next look finds it held or free.
+  }
 }
 
 /**
