@@ -2,6 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { AgentConnections } from '../../src/main/connect/connections'
@@ -16,6 +17,7 @@ import { BACKUP_DIR } from '../../src/main/connect/state'
  * could undo. Each process is stopped at a file operation (SIGSTOP), so the order is set, not timed.
  */
 const ROOT = resolve(__dirname, '../..')
+const NO_LINKS = pathToFileURL(join(ROOT, 'test/faults/no-links-preload.mjs')).href
 const URL = 'http://127.0.0.1:8787'
 const ENV = { PATH: '', SHELL: '/bin/zsh' }
 const CLAUDE = '{\n  "model": "opus"\n}\n'
@@ -56,9 +58,15 @@ interface Stopped {
   exited: Promise<{ code: number | null; stderr: string }>
 }
 
-/** A connect in its own process, stopped once `stopAt` has happened (waited for: its state in /proc is T). */
-async function connectStopped(agent: string, stopAt: { op: string; path: string; under?: boolean }): Promise<Stopped> {
-  const proc = spawn(process.execPath, [child, home, dataDir, agent, URL, JSON.stringify(stopAt), JSON.stringify(ENV)], { stdio: ['ignore', 'pipe', 'pipe'] })
+/**
+ * A connect in its own process, stopped once `stopAt` has happened (waited for: its state in /proc is T).
+ * `noLinks`: hard links cannot be made in the data folder (a FAT drive: ./no-links-preload.mjs), link() failing with that code.
+ */
+async function connectStopped(agent: string, stopAt: { op: string; path: string; under?: boolean }, noLinks?: string): Promise<Stopped> {
+  const proc = spawn(process.execPath, [...(noLinks ? ['--import', NO_LINKS] : []), child, home, dataDir, agent, URL, JSON.stringify(stopAt), JSON.stringify(ENV)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...(noLinks ? { BURNRATE_TEST_LINK_ERROR: noLinks, BURNRATE_TEST_LINK_DIR: dataDir } : {}) },
+  })
   children.push(proc)
   let stderr = ''
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
@@ -75,7 +83,11 @@ async function connectStopped(agent: string, stopAt: { op: string; path: string;
 }
 
 describe.skipIf(process.platform !== 'linux')('a lock left by a crash, found by two Burnrates at once', () => {
-  it('is taken over by one of them: the other is refused while it holds it, and no record is lost', async () => {
+  it.each([
+    ['', 'links'],
+    ['EPERM', 'no hard links (a FAT drive on Linux)'],
+    ['EISDIR', 'no hard links (a FAT drive on Windows)'],
+  ])('is taken over by one of them: the other is refused while it holds it, and no record is lost (%s: %s)', async (noLinks) => {
     const claude = join(home, '.claude', 'settings.json')
     const codex = join(home, '.codex', 'config.toml')
     mkdirSync(join(home, '.claude'))
@@ -89,9 +101,9 @@ describe.skipIf(process.platform !== 'linux')('a lock left by a crash, found by 
     writeFileSync(lock, JSON.stringify({ pid: dead }), { mode: 0o600 })
 
     // The CLI has read the crash's lock (and will judge it a crash's) ...
-    const cli = await connectStopped('claude-code', { op: 'openSync', path: lock })
+    const cli = await connectStopped('claude-code', { op: 'openSync', path: lock }, noLinks || undefined)
     // ... as the app takes it over and goes on, to its first backup, holding it.
-    const app = await connectStopped('codex', { op: 'mkdirSync', path: join(dataDir, BACKUP_DIR), under: true })
+    const app = await connectStopped('codex', { op: 'mkdirSync', path: join(dataDir, BACKUP_DIR), under: true }, noLinks || undefined)
     cli.proc.kill('SIGCONT')
     const cliRan = await cli.exited
     app.proc.kill('SIGCONT')

@@ -1,5 +1,5 @@
 /* global process */
-// Loaded into the built CLI with --import by test/faults/locks-without-links.test.ts and
+// Loaded with --import by test/faults/locks-without-links.test.ts, connect-lock-takeover.test.ts and
 // data-folder-lock-race.test.ts (never in production): hard links cannot be made in the data
 // folder (BURNRATE_TEST_LINK_DIR), as on a FAT32 or exFAT drive, where link() fails with the code
 // BURNRATE_TEST_LINK_ERROR: EPERM on Linux; EISDIR on Windows (libuv's name for

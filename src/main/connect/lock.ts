@@ -143,12 +143,22 @@ function dropLeftovers(dataDir: string): void {
   }
 }
 
-/** A lock moved aside put back under its name (unless another was made there meanwhile). */
+/**
+ * A lock moved aside put back under its name (unless another was made there meanwhile): by a link,
+ * or where links cannot be made, as locks are made there (a new file holding what was moved).
+ */
 function putBack(aside: string, file: string): void {
   try {
     linkSync(aside, file)
-  } catch {
-    // Another made there meanwhile holds it now; this one's holder finds it not its own.
+  } catch (err) {
+    // Another made there meanwhile (EEXIST) holds it now; this one's holder finds it not its own.
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+      try {
+        write(file, readFileSync(aside, 'utf8'))
+      } catch {
+        // Made there meanwhile, or the folder cannot be written: the next look finds it held or free.
+      }
+    }
   }
   rmSync(aside, { force: true })
 }
