@@ -1,11 +1,11 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { build } from 'esbuild'
-import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it } from 'vitest'
+import { dirname, join } from 'node:path'
+import { beforeEach, afterEach, describe, expect, it } from 'vitest'
 import { AgentConnections } from '../../src/main/connect/connections'
 import { processStart } from '../../src/main/server/data-lock'
+import { bundledChild } from './connect-child'
 
 /**
  * A connect or disconnect killed (SIGKILL, in a child process) right after each of its changes to
@@ -13,28 +13,11 @@ import { processStart } from '../../src/main/server/data-lock'
  * they were before Burnrate (bytes and mode), with nothing of Burnrate's left in their folders.
  */
 
-const ROOT = resolve(__dirname, '../..')
 const URL_A = 'http://127.0.0.1:8787'
 const URL_B = 'http://127.0.0.1:8799'
 const ENV = { PATH: '', SHELL: '/bin/zsh' }
 
-let bundleDir: string
-let child: string
-beforeAll(async () => {
-  bundleDir = mkdtempSync(join(tmpdir(), 'burnrate-connect-step-'))
-  child = join(bundleDir, 'connect-step.mjs')
-  await build({
-    entryPoints: [join(ROOT, 'test/faults/scripts/connect-step.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: child,
-    logLevel: 'silent',
-    mainFields: ['module', 'main'],
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-  })
-})
-afterAll(() => rmSync(bundleDir, { recursive: true, force: true }))
+const bundled = bundledChild('connect-step', 'burnrate-connect-step-')
 
 let home: string
 let dataDir: string
@@ -64,7 +47,7 @@ interface Ran {
 }
 
 function step(op: 'connect' | 'disconnect', agent: string, url: string, killAfter: number, env: Record<string, string> = {}, now?: string): Ran {
-  const args = [child, home, dataDir, op, agent, url, String(killAfter), JSON.stringify({ ...ENV, ...env }), ...(now ? [now] : [])]
+  const args = [bundled(), home, dataDir, op, agent, url, String(killAfter), JSON.stringify({ ...ENV, ...env }), ...(now ? [now] : [])]
   const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 60_000 })
   if (r.signal === 'SIGKILL') return { killed: true, changes: killAfter, ops: [] }
   if (r.status !== 0) throw new Error(`child failed (${r.status} ${r.signal}): ${r.stderr}`)
@@ -364,7 +347,7 @@ describe('a connect or disconnect killed after any of its writes', () => {
     put('.codex/config.toml', 'model = "o3"\n', 0o600)
     originalIsNow()
     // The CLI's connect, stopped at its first change to the disk (it has read the records).
-    const cli = spawn(process.execPath, [child, home, dataDir, 'connect', 'claude-code', URL_A, '-1', JSON.stringify(ENV)], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const cli = spawn(process.execPath, [bundled(), home, dataDir, 'connect', 'claude-code', URL_A, '-1', JSON.stringify(ENV)], { stdio: ['ignore', 'pipe', 'pipe'] })
     const exited = new Promise<number | null>((r) => cli.once('exit', (code) => r(code)))
     await new Promise<void>((r) => cli.stderr.on('data', (d: Buffer) => d.toString().includes('stopped') && r()))
     // The desktop app connects Codex meanwhile: refused while the other is at work, or recorded.

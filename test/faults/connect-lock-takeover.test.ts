@@ -1,13 +1,13 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { type ChildProcess, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { build } from 'esbuild'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { AgentConnections } from '../../src/main/connect/connections'
 import { LOCK_FILE } from '../../src/main/connect/lock'
 import { BACKUP_DIR } from '../../src/main/connect/state'
+import { bundledChild, connectStopped, killChildren } from './connect-child'
 
 /**
  * Two Burnrates (the desktop app and `burnrate connect`) finding the lock a crashed Burnrate left
@@ -23,23 +23,7 @@ const ENV = { PATH: '', SHELL: '/bin/zsh' }
 const CLAUDE = '{\n  "model": "opus"\n}\n'
 const CODEX = 'model = "o3"\n'
 
-let bundleDir: string
-let child: string
-beforeAll(async () => {
-  bundleDir = mkdtempSync(join(tmpdir(), 'burnrate-lock-takeover-'))
-  child = join(bundleDir, 'connect-stop-at.mjs')
-  await build({
-    entryPoints: [join(ROOT, 'test/faults/scripts/connect-stop-at.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: child,
-    logLevel: 'silent',
-    mainFields: ['module', 'main'],
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-  })
-})
-afterAll(() => rmSync(bundleDir, { recursive: true, force: true }))
+const child = bundledChild('connect-stop-at', 'burnrate-lock-takeover-')
 
 let home: string
 let dataDir: string
@@ -49,38 +33,19 @@ beforeEach(() => {
   dataDir = join(home, 'burnrate-data')
 })
 afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+  killChildren(children)
   rmSync(home, { recursive: true, force: true })
 })
 
-interface Stopped {
-  proc: ChildProcess
-  exited: Promise<{ code: number | null; stderr: string }>
-}
-
 /**
- * A connect in its own process, stopped once `stopAt` has happened (waited for: its state in /proc is T).
+ * A connect in its own process, stopped once `stopAt` has happened.
  * `noLinks`: hard links cannot be made in the data folder (a FAT drive: ./no-links-preload.mjs), link() failing with that code.
  */
-async function connectStopped(agent: string, stopAt: { op: string; path: string; under?: boolean }, noLinks?: string): Promise<Stopped> {
-  const proc = spawn(process.execPath, [...(noLinks ? ['--import', NO_LINKS] : []), child, home, dataDir, agent, URL, JSON.stringify(stopAt), JSON.stringify(ENV)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...(noLinks ? { BURNRATE_TEST_LINK_ERROR: noLinks, BURNRATE_TEST_LINK_DIR: dataDir } : {}) },
+const stopped = (agent: string, stopAt: { op: string; path: string; under?: boolean }, noLinks?: string) =>
+  connectStopped(child(), [home, dataDir, agent, URL, JSON.stringify(stopAt), JSON.stringify(ENV)], children, {
+    node: noLinks ? ['--import', NO_LINKS] : [],
+    env: noLinks ? { BURNRATE_TEST_LINK_ERROR: noLinks, BURNRATE_TEST_LINK_DIR: dataDir } : {},
   })
-  children.push(proc)
-  let stderr = ''
-  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
-  const exited = new Promise<{ code: number | null; stderr: string }>((r) => proc.once('exit', (code) => r({ code, stderr })))
-  await vi.waitFor(
-    () => {
-      if (proc.exitCode !== null) throw new Error(`exited before stopping: ${stderr}`)
-      expect(stderr).toContain('stopped')
-      expect(readFileSync(`/proc/${proc.pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0]).toBe('T')
-    },
-    { timeout: 60_000, interval: 20 },
-  )
-  return { proc, exited }
-}
 
 describe.skipIf(process.platform !== 'linux')('a lock left by a crash, found by two Burnrates at once', () => {
   it.each([
@@ -101,9 +66,9 @@ describe.skipIf(process.platform !== 'linux')('a lock left by a crash, found by 
     writeFileSync(lock, JSON.stringify({ pid: dead }), { mode: 0o600 })
 
     // The CLI has read the crash's lock (and will judge it a crash's) ...
-    const cli = await connectStopped('claude-code', { op: 'openSync', path: lock }, noLinks || undefined)
+    const cli = await stopped('claude-code', { op: 'openSync', path: lock }, noLinks || undefined)
     // ... as the app takes it over and goes on, to its first backup, holding it.
-    const app = await connectStopped('codex', { op: 'mkdirSync', path: join(dataDir, BACKUP_DIR), under: true }, noLinks || undefined)
+    const app = await stopped('codex', { op: 'mkdirSync', path: join(dataDir, BACKUP_DIR), under: true }, noLinks || undefined)
     cli.proc.kill('SIGCONT')
     const cliRan = await cli.exited
     app.proc.kill('SIGCONT')

@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { build } from 'esbuild'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { AgentConnections } from '../../src/main/connect/connections'
+import { bundledChild, connectStopped, killChildren } from './connect-child'
 
 /**
  * A connect checks that the agent's file still holds what it read before it replaces it
@@ -14,38 +14,20 @@ import { AgentConnections } from '../../src/main/connect/connections'
  * older text. The connect here is stopped (SIGSTOP) once its temporary file is opened, and the
  * agent saves the file then.
  */
-const ROOT = resolve(__dirname, '../..')
 const URL = 'http://127.0.0.1:8787'
 const ENV = { PATH: '' }
 const BEFORE = '{\n  "model": "opus"\n}\n'
 const SAVED = '{\n  "model": "opus",\n  "permissions": {\n    "allow": ["Bash(npm test)"]\n  }\n}\n'
 
-let bundleDir: string
-let child: string
-beforeAll(async () => {
-  bundleDir = mkdtempSync(join(tmpdir(), 'burnrate-saved-at-rename-'))
-  child = join(bundleDir, 'connect-stop-at.mjs')
-  await build({
-    entryPoints: [join(ROOT, 'test/faults/scripts/connect-stop-at.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: child,
-    logLevel: 'silent',
-    mainFields: ['module', 'main'],
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-  })
-})
-afterAll(() => rmSync(bundleDir, { recursive: true, force: true }))
+const child = bundledChild('connect-stop-at', 'burnrate-saved-at-rename-')
 
 let home: string
-let proc: ChildProcess | null = null
+const children: ChildProcess[] = []
 beforeEach(() => {
   home = mkdtempSync(join(tmpdir(), 'burnrate-saved-at-rename-home-'))
 })
 afterEach(() => {
-  if (proc && proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
-  proc = null
+  killChildren(children)
   rmSync(home, { recursive: true, force: true })
 })
 
@@ -56,23 +38,12 @@ describe.skipIf(process.platform !== 'linux')('an agent saving its file while Bu
     writeFileSync(settings, BEFORE)
     const dataDir = join(home, 'data')
     const stopAt = { op: 'openSync', path: `${settings}.burnrate-`, prefix: true }
-    const p = spawn(process.execPath, [child, home, dataDir, 'claude-code', URL, JSON.stringify(stopAt), JSON.stringify(ENV)], { stdio: ['ignore', 'pipe', 'pipe'] })
-    proc = p
-    let stderr = ''
-    p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
-    const exited = new Promise<number | null>((r) => p.once('exit', (code) => r(code)))
-    await vi.waitFor(
-      () => {
-        if (p.exitCode !== null) throw new Error(`exited before stopping: ${stderr}`)
-        expect(stderr).toContain('stopped')
-        expect(readFileSync(`/proc/${p.pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0]).toBe('T')
-      },
-      { timeout: 60_000, interval: 20 },
-    )
+    const { proc, exited } = await connectStopped(child(), [home, dataDir, 'claude-code', URL, JSON.stringify(stopAt), JSON.stringify(ENV)], children)
     // The agent saves its file as Burnrate's edit is being written beside it.
     writeFileSync(settings, SAVED)
-    p.kill('SIGCONT')
-    expect(await exited, stderr).toBe(1)
+    proc.kill('SIGCONT')
+    const { code, stderr } = await exited
+    expect(code, stderr).toBe(1)
     expect(stderr).toContain('~/.claude/settings.json changed while Burnrate was writing it (the agent or an editor saved it just then)')
     expect(readFileSync(settings, 'utf8')).toBe(SAVED)
     expect(readdirSync(join(home, '.claude'))).toEqual(['settings.json'])

@@ -1,11 +1,11 @@
 import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { build } from 'esbuild'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { AgentConnections } from './connections'
+import { bundleChild } from '../../../test/faults/connect-child'
 import { STATE_FILE } from './state'
 
 /**
@@ -57,17 +57,7 @@ describe.skipIf(process.platform !== 'linux')("an agent's env file that is a nam
     // A connect of Gemini CLI killed once its pending change is recorded, before .env was written.
     const bundle = mkdtempSync(join(tmpdir(), 'burnrate-pipe-step-'))
     try {
-      const child = join(bundle, 'connect-step.mjs')
-      await build({
-        entryPoints: [resolve(__dirname, '../../../test/faults/scripts/connect-step.ts')],
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        outfile: child,
-        logLevel: 'silent',
-        mainFields: ['module', 'main'],
-        banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-      })
+      const child = await bundleChild('connect-step', bundle)
       const dataDir = join(home, 'data')
       const pipe = join(home, '.gemini', '.env')
       rmSync(pipe)
