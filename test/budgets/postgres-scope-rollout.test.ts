@@ -28,21 +28,30 @@ const WORST = calcPrice({ input_tokens: Math.ceil(Buffer.byteLength(JSON.stringi
 
 const h = usePostgres()
 
+/**
+ * Two instances on a new database, A admitting under the rule of `pattern` as it was (gpt-5-nano*)
+ * and B under it as it is now (gpt-5*), a block at `limit` a day reserving max_tokens; `call`
+ * makes `key`'s call on either, and one is made on each (answered 200).
+ */
+async function oneCallEach(key: string, pattern: string, limit: number) {
+  const url = h.database()
+  const rule = (model: string) => ({ api_key_pattern: pattern, model_pattern: model, daily_limit_usd: limit, action: 'block', reserve: 'max_tokens' })
+  const a = await pgBudgetServer(h, url, { budgets: { rules: [rule('gpt-5-nano*')] } })
+  const b = await pgBudgetServer(h, url, { budgets: { rules: [rule('gpt-5*')] } })
+  const call = (t: typeof a) => postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
+  replayJson(h.upstream, NANO_FIXTURE)
+  expect((await call(a)).status).toBe(200)
+  expect((await call(b)).status).toBe(200)
+  return { a, b, call }
+}
+
 describe("a rule's scope changed on one instance and not yet on the other (PostgreSQL)", () => {
   it("two calls admitted at once, one on each instance, never take a reserve: max_tokens rule past its limit", async () => {
-    const url = h.database()
     const key = 'sk-rollout-aaaaaaaa-0001'
     // Two calls already spent; room for one more call's worst case, not two.
     const limit = 2 * NANO_COST + 1.5 * WORST
-    const rule = (model: string) => ({ api_key_pattern: 'sk-rollout-*', model_pattern: model, daily_limit_usd: limit, action: 'block', reserve: 'max_tokens' })
-    const a = await pgBudgetServer(h, url, { budgets: { rules: [rule('gpt-5-nano*')] } })
-    const b = await pgBudgetServer(h, url, { budgets: { rules: [rule('gpt-5*')] } })
-    const call = (t: typeof a) => postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
-
     // One call on each: each instance's rule has its spend row, both rows count both calls.
-    replayJson(h.upstream, NANO_FIXTURE)
-    expect((await call(a)).status).toBe(200)
-    expect((await call(b)).status).toBe(200)
+    const { a, b, call } = await oneCallEach(key, 'sk-rollout-*', limit)
     const rows = () =>
       a.store.all<{ id: number; spent_usd: number; reserved_usd: number }>(
         "SELECT id, spent_usd, reserved_usd FROM budget_spend WHERE api_key_hash = @k AND period = 'daily' ORDER BY id",
@@ -74,19 +83,11 @@ describe("a rule's scope changed on one instance and not yet on the other (Postg
   }, 90_000)
 
   it("a call on the other instance settled while the admission waited for its row: its cost counts, though its call is not stored yet", async () => {
-    const url = h.database()
     const key = 'sk-rollset-aaaaaaaa-0002'
     // Two calls already spent; room for a third call's worst case, not for its real cost and a fourth's worst case.
     const limit = 2.5 * NANO_COST + WORST
     const pattern = 'sk-rollset-*'
-    const rule = (model: string) => ({ api_key_pattern: pattern, model_pattern: model, daily_limit_usd: limit, action: 'block', reserve: 'max_tokens' })
-    const a = await pgBudgetServer(h, url, { budgets: { rules: [rule('gpt-5-nano*')] } })
-    const b = await pgBudgetServer(h, url, { budgets: { rules: [rule('gpt-5*')] } })
-    const call = (t: typeof a) => postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
-
-    replayJson(h.upstream, NANO_FIXTURE)
-    expect((await call(a)).status).toBe(200)
-    expect((await call(b)).status).toBe(200)
+    const { a, b, call } = await oneCallEach(key, pattern, limit)
     await eventually(async () => {
       const r = await a.store.all<{ spent_usd: number }>("SELECT spent_usd FROM budget_spend WHERE api_key_hash = @k AND period = 'daily'", { k: hashKey(key) })
       return r.length === 2 && r.every((x) => Math.abs(x.spent_usd - 2 * NANO_COST) < 1e-9)

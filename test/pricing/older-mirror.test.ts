@@ -71,6 +71,24 @@ async function serverBehindMirror(warnings: string[], dir?: string): Promise<Tes
   return t
 }
 
+/**
+ * A data folder holding a prices.json kept from the mirror behind over the bundled data `bundledAs`
+ * names (its `bundled` fingerprint), with NEWEST's entries kept with it at an older release's
+ * prices ($15 and $75, $3 and $15 per million); `at`: its updated_at.
+ */
+function keptAtOlderPrices(bundledAs: string): { dir: string; at: string } {
+  const older = new Map([
+    ['claude-opus-5-5', { input_mtok: 15, output_mtok: 75 }],
+    ['claude-sonnet-5', { input_mtok: 3, output_mtok: 15 }],
+  ])
+  const keptThen = bundled.find((p) => p.id === 'anthropic')!.models.filter((m) => NEWEST.includes(m.id)).map((m) => ({ ...m, prices: older.get(m.id)! }))
+  const dir = mkdtempSync(join(tmpdir(), 'burnrate-older-mirror-'))
+  const at = '2026-08-01T00:00:00.000Z'
+  const copy = { updated_at: at, fetched_at: new Date().toISOString(), bundled: bundledAs, charges_checked: true, kept: NEWEST.map((m) => `anthropic ${m}`), providers: withAnthropic((models) => [...models.filter((m) => !NEWEST.includes(m.id)), ...keptThen]) }
+  writeFileSync(join(dir, PRICES_FILE), JSON.stringify(copy), { mode: 0o600 })
+  return { dir, at }
+}
+
 const call = (t: TestServer, model: string) => () =>
   postJson(`${t.url}/v1/messages`, { model, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': 'sk-ant-older-mirror-0000000001' })
 
@@ -129,15 +147,7 @@ describe('a download from a mirror behind the bundled data (its newest models mi
     await asAtStart()
     // The copy as this build kept it before an upgrade: the mirror's data, and the older release's
     // entries for NEWEST kept with it, at prices the new release's bundled data has since corrected.
-    const older = new Map([
-      ['claude-opus-5-5', { input_mtok: 15, output_mtok: 75 }],
-      ['claude-sonnet-5', { input_mtok: 3, output_mtok: 15 }],
-    ])
-    const keptThen = bundled.find((p) => p.id === 'anthropic')!.models.filter((m) => NEWEST.includes(m.id)).map((m) => ({ ...m, prices: older.get(m.id)! }))
-    const dir = mkdtempSync(join(tmpdir(), 'burnrate-older-mirror-'))
-    const at = '2026-08-01T00:00:00.000Z'
-    const copy = { updated_at: at, fetched_at: new Date().toISOString(), bundled: 'the bundled data of an older release', charges_checked: true, kept: NEWEST.map((m) => `anthropic ${m}`), providers: withAnthropic((models) => [...models.filter((m) => !NEWEST.includes(m.id)), ...keptThen]) }
-    writeFileSync(join(dir, PRICES_FILE), JSON.stringify(copy), { mode: 0o600 })
+    const { dir } = keptAtOlderPrices('the bundled data of an older release')
     const t = await serverBehindMirror([], dir)
     // 100k input and 10k output tokens at this release's $4 and $20 per million: at the older release's $15 and $75 ($2.25) before.
     expect(await recorded(t, call(t, 'claude-opus-5-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.6, 9) })
@@ -151,15 +161,7 @@ describe('a download from a mirror behind the bundled data (its newest models mi
   it('kept over bundled data of the same models at other prices, is used with this release\'s prices for the models it kept', async () => {
     await asAtStart()
     // As kept under a release whose bundled data listed the same models at other prices (a price corrected since).
-    const older = new Map([
-      ['claude-opus-5-5', { input_mtok: 15, output_mtok: 75 }],
-      ['claude-sonnet-5', { input_mtok: 3, output_mtok: 15 }],
-    ])
-    const keptThen = bundled.find((p) => p.id === 'anthropic')!.models.filter((m) => NEWEST.includes(m.id)).map((m) => ({ ...m, prices: older.get(m.id)! }))
-    const dir = mkdtempSync(join(tmpdir(), 'burnrate-older-mirror-'))
-    const at = '2026-08-01T00:00:00.000Z'
-    const copy = { updated_at: at, fetched_at: new Date().toISOString(), bundled: bundledPrint(bundled), charges_checked: true, kept: NEWEST.map((m) => `anthropic ${m}`), providers: withAnthropic((models) => [...models.filter((m) => !NEWEST.includes(m.id)), ...keptThen]) }
-    writeFileSync(join(dir, PRICES_FILE), JSON.stringify(copy), { mode: 0o600 })
+    const { dir, at } = keptAtOlderPrices(bundledPrint(bundled))
     let t = await serverBehindMirror([], dir)
     // 100k input and 10k output tokens at this release's $4 and $20 per million: at the older one's $15 and $75 ($2.25) before.
     expect(await recorded(t, call(t, 'claude-opus-5-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.6, 9) })
