@@ -1,9 +1,8 @@
-import { calcPrice } from '@pydantic/genai-prices'
 import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { eventually, postJson } from '../support/http'
 import { holdRows, lockWaiters, usePostgres } from '../support/pg-harness'
-import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from './support'
+import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson, RESERVE_BODY, RESERVE_WORST } from './support'
 
 /**
  * Two instances on one PostgreSQL while a rule's scope is being changed (as in
@@ -15,13 +14,6 @@ import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from './support'
  * were admitted where the limit had room for one.
  */
 
-const MAX_TOKENS = 300
-const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: MAX_TOKENS }
-/** The worst case the proxy reserves for one call: body bytes / 3 as input, max tokens as output. */
-const WORST = calcPrice({ input_tokens: Math.ceil(Buffer.byteLength(JSON.stringify(BODY)) / 3), output_tokens: MAX_TOKENS }, 'gpt-5-nano', {
-  providerId: 'openai',
-})!.total_price
-
 const h = usePostgres()
 
 describe("a rule's scope changed on one instance, whose rows are created while the other instance's admission waits (PostgreSQL)", () => {
@@ -30,10 +22,10 @@ describe("a rule's scope changed on one instance, whose rows are created while t
     const key = 'sk-newrows-aaaaaaaa-0001'
     const pattern = 'sk-newrows-*'
     // Two calls already spent; room for one more call's worst case, not two.
-    const limit = 2 * NANO_COST + 1.5 * WORST
+    const limit = 2 * NANO_COST + 1.5 * RESERVE_WORST
     const old = { api_key_pattern: pattern, model_pattern: 'gpt-5-nano*', daily_limit_usd: limit, monthly_limit_usd: limit, action: 'block', reserve: 'max_tokens' }
     const b = await pgBudgetServer(h, url, { budgets: { rules: [old] } })
-    const call = (t: typeof b) => postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
+    const call = (t: typeof b) => postJson(`${t.url}/v1/chat/completions`, RESERVE_BODY, { authorization: `Bearer ${key}` })
     replayJson(h.upstream, NANO_FIXTURE)
     expect((await call(b)).status).toBe(200)
     expect((await call(b)).status).toBe(200)

@@ -1,10 +1,9 @@
-import { calcPrice } from '@pydantic/genai-prices'
 import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import type { PostgresStore } from '../../src/main/storage/postgres'
 import { eventually, postJson } from '../support/http'
 import { holdLock, holdRows, lockWaiters, until, usePostgres } from '../support/pg-harness'
-import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from './support'
+import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson, RESERVE_BODY, RESERVE_WORST } from './support'
 
 /**
  * Two instances on one PostgreSQL while a rule's scope is being changed: the config file edited
@@ -19,13 +18,6 @@ import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from './support'
  * admissions would, until both wait.
  */
 
-const MAX_TOKENS = 300
-const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: MAX_TOKENS }
-/** The worst case the proxy reserves for one call: body bytes / 3 as input, max tokens as output. */
-const WORST = calcPrice({ input_tokens: Math.ceil(Buffer.byteLength(JSON.stringify(BODY)) / 3), output_tokens: MAX_TOKENS }, 'gpt-5-nano', {
-  providerId: 'openai',
-})!.total_price
-
 const h = usePostgres()
 
 /**
@@ -38,7 +30,7 @@ async function oneCallEach(key: string, pattern: string, limit: number) {
   const rule = (model: string) => ({ api_key_pattern: pattern, model_pattern: model, daily_limit_usd: limit, action: 'block', reserve: 'max_tokens' })
   const a = await pgBudgetServer(h, url, { budgets: { rules: [rule('gpt-5-nano*')] } })
   const b = await pgBudgetServer(h, url, { budgets: { rules: [rule('gpt-5*')] } })
-  const call = (t: typeof a) => postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
+  const call = (t: typeof a) => postJson(`${t.url}/v1/chat/completions`, RESERVE_BODY, { authorization: `Bearer ${key}` })
   replayJson(h.upstream, NANO_FIXTURE)
   expect((await call(a)).status).toBe(200)
   expect((await call(b)).status).toBe(200)
@@ -49,7 +41,7 @@ describe("a rule's scope changed on one instance and not yet on the other (Postg
   it("two calls admitted at once, one on each instance, never take a reserve: max_tokens rule past its limit", async () => {
     const key = 'sk-rollout-aaaaaaaa-0001'
     // Two calls already spent; room for one more call's worst case, not two.
-    const limit = 2 * NANO_COST + 1.5 * WORST
+    const limit = 2 * NANO_COST + 1.5 * RESERVE_WORST
     // One call on each: each instance's rule has its spend row, both rows count both calls.
     const { a, b, call } = await oneCallEach(key, 'sk-rollout-*', limit)
     const rows = () =>
@@ -85,7 +77,7 @@ describe("a rule's scope changed on one instance and not yet on the other (Postg
   it("a call on the other instance settled while the admission waited for its row: its cost counts, though its call is not stored yet", async () => {
     const key = 'sk-rollset-aaaaaaaa-0002'
     // Two calls already spent; room for a third call's worst case, not for its real cost and a fourth's worst case.
-    const limit = 2.5 * NANO_COST + WORST
+    const limit = 2.5 * NANO_COST + RESERVE_WORST
     const pattern = 'sk-rollset-*'
     const { a, b, call } = await oneCallEach(key, pattern, limit)
     await eventually(async () => {

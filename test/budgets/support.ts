@@ -14,6 +14,13 @@ import type { TestServer } from '../support/server'
 export const NANO_FIXTURE = 'openai-chat/chat-nonstream-reasoning.json'
 export const NANO_COST = calcPrice({ input_tokens: 11, output_tokens: 228 }, 'gpt-5-nano-2025-08-07', { providerId: 'openai' })!.total_price
 
+/** A gpt-5-nano chat call's body asking for up to 300 tokens (a reserve: max_tokens rule's call). */
+export const RESERVE_BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 300 }
+/** The worst case the proxy reserves for RESERVE_BODY: body bytes / 3 as input, max tokens as output. */
+export const RESERVE_WORST = calcPrice({ input_tokens: Math.ceil(Buffer.byteLength(JSON.stringify(RESERVE_BODY)) / 3), output_tokens: 300 }, 'gpt-5-nano', {
+  providerId: 'openai',
+})!.total_price
+
 /** claude-sonnet-4-5: 12 input, 29 output (fixtures README). */
 export const CLAUDE_FIXTURE = 'anthropic/messages-nonstream-basic.json'
 
