@@ -12,7 +12,7 @@ import { isPrefix } from './pattern'
 import { RuleIndex, type Rule } from './rules'
 import { BACKGROUND_HOLD_MS, BackgroundHolds, type HoldInfo } from './background-holds'
 import { type Decision, NOTHING, type PendingBackground, type Warning, warningsOf } from './decision'
-import { type Scope, ruleIdentity, scopeMatches } from './scope'
+import { type Scope, keptPattern, keptRuleIdentity, ruleIdentity, scopeMatches } from './scope'
 import type { AdmissionNotice } from './feed/admission-told'
 import { SharedCounts } from './shared-counts'
 import { MemoryBudgetState } from './state/memory'
@@ -237,7 +237,7 @@ export class BudgetEngine implements BudgetMeters {
       settle: (costUsd = 0, pending?: PendingBackground) => {
         this.settling = ctx
         if (pending) {
-          const info = { ...pending, keyHash: s.hash, ts: ctx.ts, session: ctx.session, rule: ruleIdentity(rule), amount, until: now + BACKGROUND_HOLD_MS }
+          const info = { ...pending, keyHash: s.hash, ts: ctx.ts, session: ctx.session, rule: keptRuleIdentity(rule), amount, until: now + BACKGROUND_HOLD_MS }
           const state = this.budgetState
           const hold = state.hold ? (usd: number) => state.hold!({ rule, meter: m, keyHash: s.hash, session: ctx.session, ts: ctx.ts, periods, amount: usd }) : undefined
           return this.holds.holdJob(info, r, costUsd, hold, ctx)
@@ -412,7 +412,8 @@ export class BudgetEngine implements BudgetMeters {
 
 /** The `block` rule a kept hold (its rule's identity, ./scope.ts) is held again under at start-up: see BudgetEngine.rehold. */
 function holdRule(active: readonly Rule[], identity: string): Rule | undefined {
-  const same = active.find((r) => r.action === 'block' && ruleIdentity(r) === identity)
+  // Kept with its pattern hashed; a hold kept by builds before that names the pattern as written.
+  const same = active.find((r) => r.action === 'block' && (keptRuleIdentity(r) === identity || ruleIdentity(r) === identity))
   if (same) return same
   let pattern: unknown
   try {
@@ -421,6 +422,6 @@ function holdRule(active: readonly Rule[], identity: string): Rule | undefined {
     return undefined
   }
   // A pattern names one rule in force (a runtime rule replaces the config rule of its pattern).
-  const of = active.filter((r) => r.api_key_pattern === pattern)
+  const of = active.filter((r) => keptPattern(r.api_key_pattern) === pattern || r.api_key_pattern === pattern)
   return of.length === 1 && of[0].action === 'block' ? of[0] : undefined
 }

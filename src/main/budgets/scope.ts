@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { PeriodClock } from '../time/zone'
 import { SESSION_MEMORY_MS } from './meter'
 import { matches } from './pattern'
@@ -32,6 +33,16 @@ export function scoped(rule: Rule): boolean {
 /** A rule's pattern and scope: the same rule across a reload, whatever else of it changed. */
 export function ruleIdentity(r: Rule): string {
   return JSON.stringify([r.api_key_pattern, r.provider, r.model_pattern, r.agent, r.tenant])
+}
+
+/** A rule's pattern as kept on disk: hashed (a rule on one key names the whole key). */
+export function keptPattern(pattern: string): string {
+  return createHash('sha256').update(pattern).digest('hex')
+}
+
+/** `ruleIdentity` as the data folder keeps it (background holds): its pattern hashed. */
+export function keptRuleIdentity(r: Rule): string {
+  return JSON.stringify([keptPattern(r.api_key_pattern), r.provider, r.model_pattern, r.agent, r.tenant])
 }
 
 /**
