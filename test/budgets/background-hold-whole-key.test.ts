@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 import { type Answers, backgroundResponder } from '../providers/background-support'
+import { jobRules, startJob } from './support'
 
 // A background job's hold is kept in the data folder's file (`background_holds`: "ids, key hash,
 // rule and amount, no key": README, Budgets → overshoot). Its rule was kept as written, and a rule
@@ -14,9 +14,7 @@ import { type Answers, backgroundResponder } from '../providers/background-suppo
 // or, its scope edited before the restart, under the rule of its pattern.
 
 const KEY = 'sk-bgwhole-0123456789abcdefSECRET'
-/** Each job states 125,000 output tokens at most: its worst case is about $5.01, so $6 fits one. */
-const MAX_OUTPUT = 125_000
-const rules = (model: string) => [{ api_key_pattern: KEY, model_pattern: model, daily_limit_usd: 6, action: 'block', reserve: 'max_tokens' }]
+const rules = (model: string) => jobRules(KEY, model)
 
 const answers: Answers = new Map()
 let upstream: MockUpstream
@@ -31,12 +29,7 @@ afterAll(async () => {
   await upstream?.close()
 })
 
-const start = (id: string) =>
-  postJson(
-    `${t.url}/v1/responses`,
-    { model: 'o3-deep-research', input: 'Research otters in space.', background: true, max_output_tokens: MAX_OUTPUT, metadata: { id }, tools: [{ type: 'web_search_preview' }] },
-    { authorization: `Bearer ${KEY}` },
-  )
+const start = (id: string) => startJob(t, KEY, id)
 
 /** The kept holds' rules, and whether the key's text is anywhere in the ledger's files. */
 function kept(dir: string): { rules: string[]; keyOnDisk: boolean } {

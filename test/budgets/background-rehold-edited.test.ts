@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 import { type Answers, backgroundResponder } from '../providers/background-support'
+import { jobRules, startJob } from './support'
 
 // A background job's hold is kept in the data folder's file and held again at start-up, under its
 // rule (README: Budgets → overshoot). A restart is also how a config rule is edited: its scope
@@ -11,9 +11,7 @@ import { type Answers, backgroundResponder } from '../providers/background-suppo
 // let past the limit while the first still ran. It is held again under the rule of its pattern, as
 // a rule change without a restart keeps the calls in flight (meter-book.ts carryOver).
 
-/** Each job states 125,000 output tokens at most: its worst case is about $5.01, so $6 fits one. */
-const MAX_OUTPUT = 125_000
-const rules = (model: string) => [{ api_key_pattern: 'sk-bgedit-*', model_pattern: model, daily_limit_usd: 6, action: 'block', reserve: 'max_tokens' }]
+const rules = (model: string) => jobRules('sk-bgedit-*', model)
 
 const answers: Answers = new Map()
 let upstream: MockUpstream
@@ -28,12 +26,7 @@ afterAll(async () => {
   await upstream?.close()
 })
 
-const start = (key: string, id: string) =>
-  postJson(
-    `${t.url}/v1/responses`,
-    { model: 'o3-deep-research', input: 'Research otters in space.', background: true, max_output_tokens: MAX_OUTPUT, metadata: { id }, tools: [{ type: 'web_search_preview' }] },
-    { authorization: `Bearer ${key}` },
-  )
+const start = (key: string, id: string) => startJob(t, key, id)
 
 describe("a background job's hold across a restart that edited its rule's scope", () => {
   it('is held again under the rule of its pattern: the next job, whose worst case no longer fits, is refused', async () => {

@@ -81,3 +81,18 @@ export function refusal(r: Reply): { worstCase: number; spent: number; reserved:
   expect(m, e.message).not.toBeNull()
   return { worstCase: Number(m![1]), spent: e.spent_usd, reserved: Number(m![2]) }
 }
+
+/** A deep-research job's stated output bound: its worst case is about $5.01, so a $6 daily limit fits one (background rehold tests). */
+export const JOB_MAX_OUTPUT = 125_000
+
+/** The one block rule of the background rehold tests: `pattern`'s keys, `model`'s jobs, $6 a day, reserved at their worst case. */
+export const jobRules = (pattern: string, model: string) => [{ api_key_pattern: pattern, model_pattern: model, daily_limit_usd: 6, action: 'block', reserve: 'max_tokens' }]
+
+/** Starts an o3-deep-research background job `id` for `key` (stated to JOB_MAX_OUTPUT tokens). */
+export function startJob(t: TestServer, key: string, id: string): Promise<Reply> {
+  return postJson(
+    `${t.url}/v1/responses`,
+    { model: 'o3-deep-research', input: 'Research otters in space.', background: true, max_output_tokens: JOB_MAX_OUTPUT, metadata: { id }, tools: [{ type: 'web_search_preview' }] },
+    { authorization: `Bearer ${key}` },
+  )
+}
