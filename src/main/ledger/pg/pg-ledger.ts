@@ -339,8 +339,5 @@ async function endsWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
 
 /** Waits for `p`, but no longer than `ms`. */
 async function within(p: Promise<unknown> | null, ms: number): Promise<void> {
-  if (!p) return
-  let timer: NodeJS.Timeout | undefined
-  await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, ms)))])
-  clearTimeout(timer)
+  if (p) await endsWithin(p, ms)
 }
