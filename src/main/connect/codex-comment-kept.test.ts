@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { parse } from '@decimalturn/toml-patch'
 import { AgentConnections } from './connections'
 
 /**
@@ -41,5 +42,18 @@ describe("Disconnect of Codex CLI, key by key: the user's comments in config.tom
     writeFileSync(config, Buffer.from(`# my profiles\nopenai_base_url = "${URL}/v1"\n[profiles.work]\nmodel = "o3" # caf\xe9\n`, 'latin1'))
     connections().disconnect('codex')
     expect(readFileSync(config)).toEqual(Buffer.from('# my profiles\n[profiles.work]\nmodel = "o3" # caf\xe9\n', 'latin1'))
+  })
+
+  it('a comment ending a config.toml without a newline stays as it was, once', () => {
+    connections().connect('codex', URL)
+    // Saved by an editor that does not end the last line (VS Code's default), the profile last.
+    const edited = `openai_base_url = "${URL}/v1"\n\n[profiles.work]\nmodel = "o3"\n# end of my profiles`
+    writeFileSync(config, edited)
+    connections().disconnect('codex')
+    const after = readFileSync(config, 'utf8')
+    expect(after).toBe('[profiles.work]\nmodel = "o3"\n# end of my profiles\n')
+    const mine = parse(edited) as Record<string, unknown>
+    delete mine.openai_base_url
+    expect(parse(after)).toEqual(mine)
   })
 })

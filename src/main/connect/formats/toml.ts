@@ -90,10 +90,12 @@ export const tomlFormat: FileFormat = {
 /**
  * `after` (`before` with a key taken out) with the whole-line comments `before` had that `after`
  * lost, where they were, and the blank lines around them there (the key's own lines stay out).
+ * `before`'s last line is compared ended, as `after` ends it (endingLine): a comment ending a file
+ * without a newline is the same line there, not one lost and put back before itself.
  */
 function withCommentsOf(before: string, after: string): string {
   let out = ''
-  for (const part of diffLines(before, after)) {
+  for (const part of diffLines(endingLine(before, after.endsWith('\r\n') ? '\r\n' : '\n'), after)) {
     if (!part.removed) {
       out += part.value
       continue
