@@ -56,4 +56,18 @@ describe("Disconnect of Codex CLI, key by key: the user's comments in config.tom
     delete mine.openai_base_url
     expect(parse(after)).toEqual(mine)
   })
+
+  it('a config.toml saved with a byte order mark (Notepad) is disconnected, its comments kept', () => {
+    connections().connect('codex', URL)
+    // Two comments written above Burnrate's key, saved with a BOM: refused as "not valid TOML" before.
+    writeFileSync(config, `\uFEFF# Codex\n# see the team wiki\nopenai_base_url = "${URL}/v1"\n\n[profiles.work]\nmodel = "o3"\n`)
+    connections().disconnect('codex')
+    expect(readFileSync(config, 'utf8')).toBe('\uFEFF# Codex\n# see the team wiki\n\n[profiles.work]\nmodel = "o3"\n')
+    expect(connections().list().find((a) => a.agent === 'codex')?.connected).toBe(false)
+    // One, with CRLF line endings: taken with the key before.
+    connections().connect('codex', URL)
+    writeFileSync(config, `\uFEFF# Codex\r\nopenai_base_url = "${URL}/v1"\r\n\r\n[profiles.work]\r\nmodel = "o3"\r\n`)
+    connections().disconnect('codex')
+    expect(readFileSync(config, 'utf8')).toBe('\uFEFF# Codex\r\n\r\n[profiles.work]\r\nmodel = "o3"\r\n')
+  })
 })

@@ -44,6 +44,13 @@ export const tomlFormat: FileFormat = {
       }
     }
     let value = read(text)
+    const parsed = (t: string): Record<string, unknown> | undefined => {
+      try {
+        return read(t)
+      } catch {
+        return undefined
+      }
+    }
     const apply = (change: (root: Record<string, unknown>) => void) => {
       // A fresh parse is the object patch() compares against; changing it leaves `value` intact until the new text parses.
       const next = read(text)
@@ -71,8 +78,10 @@ export const tomlFormat: FileFormat = {
         })
         // toml-patch takes the comment lines above a key with it: the user's (one they wrote above
         // Burnrate's key, or above the table Burnrate's key went before) are put back.
+        // What does not parse (a comment put back where it cannot be) does not mean the same: the
+        // key is taken out all the same, as the editor took it.
         const kept = withCommentsOf(was, text)
-        if (kept !== text && isDeepStrictEqual(read(kept), value)) {
+        if (kept !== text && isDeepStrictEqual(parsed(kept), value)) {
           text = kept
           value = read(text)
         }
@@ -91,11 +100,15 @@ export const tomlFormat: FileFormat = {
  * `after` (`before` with a key taken out) with the whole-line comments `before` had that `after`
  * lost, where they were, and the blank lines around them there (the key's own lines stay out).
  * `before`'s last line is compared ended, as `after` ends it (endingLine): a comment ending a file
- * without a newline is the same line there, not one lost and put back before itself.
+ * without a newline is the same line there, not one lost and put back before itself. A byte order
+ * mark (a file saved by Notepad) is no part of the first line, whose comment is one: it stays
+ * where `after` has it, at the start.
  */
 function withCommentsOf(before: string, after: string): string {
-  let out = ''
-  for (const part of diffLines(endingLine(before, after.endsWith('\r\n') ? '\r\n' : '\n'), after)) {
+  const bom = (t: string): string => (t.startsWith('\uFEFF') ? '\uFEFF' : '')
+  let out = bom(after)
+  const was = before.slice(bom(before).length)
+  for (const part of diffLines(endingLine(was, after.endsWith('\r\n') ? '\r\n' : '\n'), after.slice(out.length))) {
     if (!part.removed) {
       out += part.value
       continue
