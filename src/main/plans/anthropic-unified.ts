@@ -8,6 +8,18 @@ const FIELD = /^(.+)-(utilization|reset|status|surpassed-threshold)$/
 const WINDOW_CLAIM = /^(5h|7d)(_|$)/
 
 /**
+ * Whether a claim's figures are a window of the plan, as Claude Code shows them: its usage windows
+ * and `overage` (Claude Code 2.1.337 reads `-utilization` for `5h`, `7d`, `7d_oi` and `overage`,
+ * and names `seven_day_opus`, `seven_day_sonnet` when one refuses). The other claims it reads are
+ * no window: `grace-5h`, `grace-7d` (a grace zone past the limit), `slow-budget` (the weekly
+ * allowance of lower-priority calls), `overage-period-monthly`, `overage-period-channel` (a spend
+ * limit's share); they, and claims not known yet, are kept in `details` as they came.
+ */
+function isWindow(claim: string): boolean {
+  return WINDOW_CLAIM.test(claim) || claim === 'overage'
+}
+
+/**
  * Long claim names whose per-claim headers are not `7d_` and the rest: Claude Code 2.1.337 reads
  * `seven_day_overage_included` (its "Fable limit") from `anthropic-ratelimit-unified-7d_oi-*`.
  */
@@ -31,8 +43,9 @@ function windowOfClaim(claim: string | undefined): string | null {
  * `7d_sonnet`, `7d_oi`, `overage`…) `anthropic-ratelimit-unified-<claim>-utilization` (0..1),
  * `-reset` (epoch seconds), `-status` and `-surpassed-threshold`; account-wide `-status`,
  * `-reset`, `-representative-claim`, `-fallback`, `-overage-status`, `-overage-disabled-reason`…
- * Every header of the family is kept: a claim Burnrate has not seen is a window all the same,
- * and any other field lands in `details` under its name without the prefix.
+ * Every header of the family is kept: the windows' figures as windows, and any other field (the
+ * figures of a claim that is no window too: `grace-5h-utilization`…) in `details` under its name
+ * without the prefix, a reset as an ISO time.
  */
 export function readAnthropicUnified(headers: IncomingHttpHeaders): MeterReading | null {
   const windows = new Map<string, Partial<MeterWindow> & { name: string }>()
@@ -45,9 +58,9 @@ export function readAnthropicUnified(headers: IncomingHttpHeaders): MeterReading
     const value = Array.isArray(raw) ? raw[0] : raw
     const rest = name.slice(PREFIX.length)
     const m = FIELD.exec(rest)
-    if (!m) {
+    if (!m || !isWindow(m[1])) {
       // The account-wide reset (epoch seconds) reads as every other reset in details does: ISO.
-      const at = rest === 'reset' ? resetTime(value) : null
+      const at = rest === 'reset' || m?.[2] === 'reset' ? resetTime(value) : null
       if (rest === 'reset') accountReset = at
       details[rest] = at !== null ? new Date(at).toISOString() : value
       continue
