@@ -52,7 +52,7 @@ export function planShort(accounts: readonly PlanAccount[], now: number): string
 
 /**
  * `5h 43% · resets 14:20` (`7d 70% · resets Fri 14:00` on another day), with the pace when it says something: `· out at 13:05` when this
- * pace runs the window out before it resets, else `· on pace for 60%`.
+ * pace runs the window out before it resets (nothing once that time has passed), else `· on pace for 60%`.
  */
 export function planLine(accounts: readonly PlanAccount[], now: number, timeZone?: string): string | null {
   const b = busiestWindow(accounts, now)
@@ -60,8 +60,11 @@ export function planLine(accounts: readonly PlanAccount[], now: number, timeZone
   const w = b.window
   let line = `${w.name} ${formatPct(w.utilization)}`
   if (w.resets_at) line += ` · resets ${clock(w.resets_at, now, timeZone).text}`
-  if (w.projected_exhausted_at && w.utilization < 1) line += ` · out at ${clock(w.projected_exhausted_at, now, timeZone).text}`
-  else if (w.projected_at_reset !== null && w.utilization < 1) line += ` · on pace for ${formatPct(w.projected_at_reset)}`
+  // A run-out that has passed (the last one read from an attached server that no longer answers:
+  // a server draws the pace anew at each answer) is no time ahead, nor is the pace it came from.
+  if (w.projected_exhausted_at && w.utilization < 1) {
+    if (Date.parse(w.projected_exhausted_at) > now) line += ` · out at ${clock(w.projected_exhausted_at, now, timeZone).text}`
+  } else if (w.projected_at_reset !== null && w.utilization < 1) line += ` · on pace for ${formatPct(w.projected_at_reset)}`
   return line
 }
 
