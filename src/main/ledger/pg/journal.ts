@@ -4,6 +4,12 @@ import type { SideWrite } from '../side-writes'
 import { SpillCut, spillFile, wholeLines } from '../../reliability/spill'
 
 /**
+ * Most bytes one write is given: a large append (thousands of calls queued while PostgreSQL is
+ * away) goes in steps, so a stop sees bytes reach the file on a slow disk (`onWritten`).
+ */
+const WRITE_CHUNK = 64 * 1024
+
+/**
  * This instance's spill file while PostgreSQL is away: calls are appended as they are recorded
  * (one write per flush tick, off the hot path), in the spill format of reliability/spill.ts, so
  * a process killed outright still leaves them on disk for its next start. Appends run one at a
@@ -20,7 +26,11 @@ export class SpillJournal {
   /** The last append asked for (settled or not): the next one starts after it. */
   private tail: Promise<void> = Promise.resolve()
 
-  constructor(private readonly dataDir: string) {}
+  /** `onWritten` is told of the bytes each write puts in the file. */
+  constructor(
+    private readonly dataDir: string,
+    private readonly onWritten: (bytes: number) => void = () => {},
+  ) {}
 
   /** The file, once the first append has created it. */
   get file(): string | null {
@@ -70,9 +80,10 @@ export class SpillJournal {
     let off = 0
     try {
       while (off < buf.length) {
-        const { bytesWritten } = await h.write(buf, off, buf.length - off, this.size + off)
+        const { bytesWritten } = await h.write(buf, off, Math.min(WRITE_CHUNK, buf.length - off), this.size + off)
         if (bytesWritten === 0) throw Object.assign(new Error('no byte written'), { code: 'ENOSPC' })
         off += bytesWritten
+        this.onWritten(bytesWritten)
       }
     } catch (err) {
       const whole = off > 0 ? buf.lastIndexOf(10, off - 1) + 1 : 0

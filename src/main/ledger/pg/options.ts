@@ -18,7 +18,7 @@ export interface PgLedgerOptions {
   migrate?: (store: SqlStore) => Promise<unknown>
   /** Longest a stop waits for a write under way before spilling its calls instead (default 10 s). */
   closeWaitMs?: number
-  /** Longest a stop (or a second signal's exit) waits for the spill file to take what is still queued (default 10 s): a disk that never answers must not hold it up for good. */
+  /** Longest a stop (or a second signal's exit) waits for the spill file to take what is still queued with no byte reaching it (default 10 s): a disk that never answers must not hold it up for good; a slow one that works is waited for. */
   keepWaitMs?: number
   /** A write that has not answered for this long counts as PostgreSQL being away: spilling starts (default 10 s). */
   stallMs?: number

@@ -214,17 +214,23 @@ export class PgLedger implements CallLedger {
   }
 
   /**
-   * What is still queued to the spill file (Spill.keepRest), waited for at most `keepWaitMs`: a
-   * disk that never answers (a hung network mount) must not hold the stop, nor a second signal's
-   * exit behind it, up for good, as on SQLite (../../server/journal-idle.ts). Past `keepWaitMs` the
-   * stop goes on, and says how many calls were not on disk yet.
+   * What is still queued to the spill file (Spill.keepRest), waited for while bytes keep reaching
+   * it, and at most `keepWaitMs` past the stop or the last byte written: a disk that never answers
+   * (a hung network mount) must not hold the stop, nor a second signal's exit behind it, up for
+   * good, as on SQLite (../../server/journal-idle.ts); a slow one that works (thousands of calls
+   * queued) takes them all (bounded from the stop alone, the process exited with them half
+   * written). Past that the stop goes on, and says how many calls were not on disk yet.
    */
   private async keepRest(why?: string): Promise<void> {
     const limit = this.opts.keepWaitMs ?? 10_000
-    if (await endsWithin(this.spill.keepRest(why), limit)) return
-    this.log.error(
-      `the spill file's writes had not ended ${limit / 1000} s after the stop (a disk that does not answer); stopping without them: ${this.spill.notOnDisk} call(s) not on disk yet may be lost`,
-    )
+    const keeping = this.spill.keepRest(why)
+    for (let seen = this.spill.written; !(await endsWithin(keeping, limit)); seen = this.spill.written) {
+      if (this.spill.written !== seen) continue
+      this.log.error(
+        `the spill file's writes had not ended ${limit / 1000} s after the stop or its last byte written (a disk that does not answer); stopping without them: ${this.spill.notOnDisk} call(s) not on disk yet may be lost`,
+      )
+      return
+    }
   }
 
   private schedule(ms: number): void {

@@ -62,6 +62,11 @@ export class Spill {
   private readonly sideOnly = new Set<string>()
   /** The keepRest under way (they run one after the other). */
   private keeping: Promise<void> = Promise.resolve()
+  /** Bytes the journals have put in their files, ever. */
+  private bytes = 0
+  private readonly onWritten = (bytes: number): void => {
+    this.bytes += bytes
+  }
 
   constructor(
     private readonly queue: PendingQueue,
@@ -81,6 +86,11 @@ export class Spill {
   /** Queued calls in no spill file yet. */
   get notOnDisk(): number {
     return this.queue.after(this.spilledThrough).length
+  }
+
+  /** Bytes the journals have put in their files, ever: a stop waits while this grows (a slow disk that works). */
+  get written(): number {
+    return this.bytes
   }
 
   /** A journal is open or own files wait to be read back: work for the writer. */
@@ -122,7 +132,7 @@ export class Spill {
     const rows = this.queue.after(this.spilledThrough)
     if (rows.length === 0) return
     const last = rows[rows.length - 1].seq
-    this.journal ??= new SpillJournal(this.opts.dataDir)
+    this.journal ??= new SpillJournal(this.opts.dataDir, this.onWritten)
     const j = this.journal
     this.spillingThrough = last
     this.spilling = j
@@ -214,7 +224,7 @@ export class Spill {
     if (this.queue.length > 0) {
       const rows = this.queue.after(this.spilledThrough)
       try {
-        this.journal ??= new SpillJournal(this.opts.dataDir)
+        this.journal ??= new SpillJournal(this.opts.dataDir, this.onWritten)
         await this.journal.append(rows.map((e) => e.row))
         this.spilledThrough = this.queue.lastSeq
         this.storage.spilled += rows.length
