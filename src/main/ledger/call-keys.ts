@@ -27,9 +27,10 @@ export class CallKeys {
  * Gives the calls of a spill file written before they carried keys (`rows`, in the file's order)
  * keys made of the file's name and their line among its calls: the same at every reading, so a
  * file read again after its calls were stored (a kill before its removal) stores nothing twice.
- * The PostgreSQL ledger reads such files the same way.
+ * The PostgreSQL ledger reads such files the same way, a batch at a time (`first`: the line among
+ * the file's calls of the first of `rows`).
  */
-export function keysFromFile(file: string, rows: readonly CallRecord[]): void {
+export function keysFromFile(file: string, rows: readonly CallRecord[], first = 0): void {
   const name = basename(file)
-  for (let i = 0; i < rows.length; i++) if (!rows[i].call_key) rows[i].call_key = `${name}:${i}`
+  for (let i = 0; i < rows.length; i++) if (!rows[i].call_key) rows[i].call_key = `${name}:${first + i}`
 }

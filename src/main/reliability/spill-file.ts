@@ -1,4 +1,5 @@
-import { closeSync, fsyncSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, fsyncSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { open } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { CallRecord } from '../ledger/record'
 import type { SideWrite } from '../ledger/side-writes'
@@ -147,12 +148,55 @@ export interface Spilled {
 
 /** The calls in a spill file; a torn last line (a crash while writing) is skipped. */
 export function readSpill(file: string): CallRecord[] {
-  return parseSpill(readFileSync(file, 'utf8'))
+  return readSpilled(file).rows
 }
 
-/** The calls and side rows in a spill file (see readSpill). */
+/**
+ * The calls and side rows in a spill file (see readSpill), read a chunk at a time: a file past
+ * the longest string V8 makes (~512 MB: a long outage on a busy team) cannot be read as one, and
+ * builds before this one failed there at every start, its calls never stored.
+ */
 export function readSpilled(file: string): Spilled {
-  return parseSpilled(readFileSync(file, 'utf8'))
+  const out: Spilled = { rows: [], side: [] }
+  const fd = openSync(file, 'r')
+  try {
+    const lines = new SpillLines()
+    const buf = Buffer.allocUnsafe(READ_CHUNK)
+    for (let n = readSync(fd, buf, 0, READ_CHUNK, null); n > 0; n = readSync(fd, buf, 0, READ_CHUNK, null)) {
+      for (const line of lines.push(buf.subarray(0, n))) add(out, entry(line))
+    }
+    add(out, entry(lines.end()))
+  } finally {
+    closeSync(fd)
+  }
+  return out
+}
+
+/** One line of a spill file: a call, or a side row. */
+export type SpillEntry = { row: CallRecord } | { side: SideWrite }
+
+/**
+ * The calls and side rows of a spill file in turn (see readSpilled), for a reader that works
+ * through them as they come: a large file is never all in memory.
+ */
+export async function* spilledEntries(file: string): AsyncGenerator<SpillEntry> {
+  const fh = await open(file, 'r')
+  try {
+    const lines = new SpillLines()
+    const buf = Buffer.allocUnsafe(READ_CHUNK)
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, 0, READ_CHUNK, null)
+      if (bytesRead === 0) break
+      for (const line of lines.push(buf.subarray(0, bytesRead))) {
+        const e = entry(line)
+        if (e) yield e
+      }
+    }
+    const last = entry(lines.end())
+    if (last) yield last
+  } finally {
+    await fh.close()
+  }
 }
 
 /** The calls in a spill file's text (see readSpill). */
@@ -163,16 +207,84 @@ export function parseSpill(text: string): CallRecord[] {
 /** The calls and side rows in a spill file's text; a torn or unknown line is skipped. */
 export function parseSpilled(text: string): Spilled {
   const out: Spilled = { rows: [], side: [] }
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue
-    try {
-      const r = JSON.parse(line)
-      if (!r || typeof r !== 'object') continue
-      if (typeof r.ts === 'number') out.rows.push(r as CallRecord)
-      else if (isSideWrite(r.side)) out.side.push(r.side)
-    } catch {}
-  }
+  for (const line of text.split('\n')) add(out, entry(line))
   return out
+}
+
+function add(out: Spilled, e: SpillEntry | null): void {
+  if (!e) return
+  if ('row' in e) out.rows.push(e.row)
+  else out.side.push(e.side)
+}
+
+/** A line's call or side row; null for an empty, torn or unknown one. */
+function entry(line: string | null): SpillEntry | null {
+  if (!line?.trim()) return null
+  try {
+    const r = JSON.parse(line)
+    if (!r || typeof r !== 'object') return null
+    if (typeof r.ts === 'number') return { row: r as CallRecord }
+    if (isSideWrite(r.side)) return { side: r.side }
+  } catch {}
+  return null
+}
+
+/** Bytes read from a spill file at a time. */
+const READ_CHUNK = 1 << 20
+
+/**
+ * Longest line kept (no call or side row comes near it): a longer one (garbage a crash left, such
+ * as a run of NUL bytes) is skipped, as a torn one is, without being held whole.
+ */
+const MAX_LINE = 64 << 20
+
+/** A spill file's bytes, as they are read, cut into its lines. */
+class SpillLines {
+  private parts: Buffer[] = []
+  private size = 0
+  private long = false
+
+  /** The lines `chunk` ends (the rest waits for the next chunk; `chunk` may be reused after). */
+  push(chunk: Buffer): string[] {
+    const out: string[] = []
+    let start = 0
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      if (this.size === 0 && !this.long) out.push(chunk.toString('utf8', start, nl))
+      else {
+        this.take(chunk.subarray(start, nl))
+        const line = this.line()
+        if (line !== null) out.push(line)
+      }
+      start = nl + 1
+    }
+    this.take(chunk.subarray(start))
+    return out
+  }
+
+  /** The last line, with no newline after it (torn, if it is not whole). */
+  end(): string | null {
+    return this.line()
+  }
+
+  private take(part: Buffer): void {
+    if (part.length === 0 || this.long) return
+    if (this.size + part.length > MAX_LINE) {
+      this.long = true
+      this.parts = []
+      this.size = 0
+      return
+    }
+    this.parts.push(Buffer.from(part))
+    this.size += part.length
+  }
+
+  private line(): string | null {
+    const line = this.long ? null : Buffer.concat(this.parts, this.size).toString('utf8')
+    this.parts = []
+    this.size = 0
+    this.long = false
+    return line
+  }
 }
 
 function isSideWrite(w: unknown): w is SideWrite {

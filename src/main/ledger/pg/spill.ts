@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs'
-import { readFile, rm } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import type { Logger } from '../../log'
-import { SpillCut, parseSpilled, rewriteSpill, spillFiles } from '../../reliability/spill'
+import { SpillCut, rewriteSpill, spillFiles } from '../../reliability/spill'
+import { type SpillEntry, spilledEntries } from '../../reliability/spill-file'
 import type { SideWrite } from '../side-writes'
 import { untrustedIfThere } from '../../security/owned-file'
 import { keysFromFile } from '../call-keys'
@@ -251,30 +252,52 @@ export class Spill {
   }
 
   /**
-   * Writes a spill file's calls (once: each has a key) and removes it. One still holding side rows
+   * Writes a spill file's calls (once: each has a key) and removes it. Read as it is written, a
+   * batch at a time: a file past the longest string V8 makes (~512 MB, a long outage on a busy
+   * team) could not be read whole, and stayed unread at every start. One still holding side rows
    * (budget holds, key patterns: ../../storage/spilled-side.ts writes them to this instance's own
    * SQLite file at start-up, and takes them out of the file once written) stays, with those only:
    * that file was busy, and the next start writes them. Removed, they were lost.
    */
   private async writeFile(file: string, list: string[]): Promise<void> {
-    let rows: CallRecord[]
-    let side: SideWrite[]
-    try {
-      ;({ rows, side } = parseSpilled(await readFile(file, 'utf8')))
-    } catch (err) {
-      // Not PostgreSQL's problem: an unreadable file stays where it is for a person to look at.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.log.error(`cannot read the spill file ${file} (${this.describe(err)}); it stays there`)
-      list.shift()
-      this.countFiles()
-      return
+    const side: SideWrite[] = []
+    let rows = 0
+    let batch: CallRecord[] = []
+    const write = async () => {
+      // A file from a SQLite ledger before its spill files carried keys has none: its name and line make stable ones.
+      keysFromFile(file, batch, rows - batch.length)
+      const out = batch
+      batch = []
+      await this.opts.writeRows(out)
     }
-    // A file from a SQLite ledger before its spill files carried keys has none: its name and line make stable ones.
-    keysFromFile(file, rows)
-    const n = this.opts.batchRows
-    for (let i = 0; i < rows.length; i += n) await this.opts.writeRows(rows.slice(i, i + n))
+    const entries = spilledEntries(file)
+    try {
+      for (;;) {
+        let next: IteratorResult<SpillEntry>
+        try {
+          next = await entries.next()
+        } catch (err) {
+          // Not PostgreSQL's problem: an unreadable file stays where it is for a person to look at.
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.log.error(`cannot read the spill file ${file} (${this.describe(err)}); it stays there`)
+          list.shift()
+          this.countFiles()
+          return
+        }
+        if (next.done) break
+        if ('side' in next.value) side.push(next.value.side)
+        else {
+          batch.push(next.value.row)
+          rows++
+          if (batch.length >= this.opts.batchRows) await write()
+        }
+      }
+    } finally {
+      await entries.return(undefined)
+    }
+    if (batch.length > 0) await write()
     if (side.length === 0) await rm(file, { force: true })
     else {
-      if (rows.length > 0) this.keepSide(file, side)
+      if (rows > 0) this.keepSide(file, side)
       this.sideOnly.add(file)
     }
     list.shift()
@@ -283,7 +306,7 @@ export class Spill {
     const left = this.leftIn.get(file) ?? 0
     this.leftIn.delete(file)
     if (left > 0) this.status.left_on_disk = Math.max(0, (this.status.left_on_disk ?? 0) - left)
-    if (rows.length > 0) this.opts.log.info(`wrote ${rows.length} call(s) kept in ${file} to PostgreSQL`)
+    if (rows > 0) this.opts.log.info(`wrote ${rows} call(s) kept in ${file} to PostgreSQL`)
   }
 
   /** The file's calls are stored; its side rows, not yet in this instance's own file, stay in it alone. */
