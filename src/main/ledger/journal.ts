@@ -131,9 +131,9 @@ export class LedgerJournal {
     while (this.work.size > 0) await Promise.all([...this.work])
   }
 
-  /** Whether `call` is on disk in the journal (a stop whose own spill file is cut keeps it in this one). */
-  has(call: CallRecord): boolean {
-    return this.onDisk.has(call)
+  /** Whether `row` (a call or a side row) is on disk in the journal (a stop whose own spill file is cut keeps it in this one). */
+  has(row: CallRecord | SideWrite): boolean {
+    return this.onDisk.has(row)
   }
 
   /** The journal's file (open, or kept at the stop). */

@@ -269,13 +269,15 @@ export class Ledger implements CallLedger {
     return this.journal?.idle() ?? Promise.resolve()
   }
 
-  /** The journal's file holding those of `rows` it has (./journal.ts), and how many. */
-  inJournal(rows: readonly CallRecord[]): { file: string | null; count: number } {
+  /** The journal's file holding those of `rows` (and of `side`) it has (./journal.ts), and how many. */
+  inJournal(rows: readonly CallRecord[], side: readonly SideWrite[] = []): { file: string | null; count: number; side: number } {
     const j = this.journal
-    if (!j) return { file: null, count: 0 }
+    if (!j) return { file: null, count: 0, side: 0 }
     let count = 0
     for (const r of rows) if (j.has(r)) count++
-    return { file: j.file, count }
+    let sideCount = 0
+    for (const w of side) if (j.has(w)) sideCount++
+    return { file: j.file, count, side: sideCount }
   }
 
   /** Hands over the rows kept for the next batch (key patterns, holds; after `takePending`) and forgets them. */
