@@ -225,3 +225,38 @@ describe('a download from a mirror behind the bundled data (its newest models mi
     expect(await recorded(t, call(t, 'claude-sonnet-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.15, 9) })
   })
 })
+
+describe('a model a download added, which a later download does not list', () => {
+  it('keeps the price it was given, after a restart from the kept copy too, and says so once', async () => {
+    await asAtStart()
+    const warnings: string[] = []
+    // A model the bundled data does not know, added by the first download at $5 and $25 per million.
+    const added = { id: 'claude-added-9', match: { equals: 'claude-added-9' }, prices: { input_mtok: 5, output_mtok: 25 } }
+    served = withAnthropic((models) => [added, ...models])
+    let t = await serverBehindMirror(warnings)
+    const updater = t.server.context.prices!.updater
+    expect(await updater.update()).toBe(true)
+    // 100k input and 10k output tokens at $5 and $25 per million.
+    expect(await recorded(t, call(t, 'claude-added-9'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.75, 9) })
+    // A day later (a mirror gone back, a model left out upstream) the list without it: applied, every other price stays current.
+    served = bundled
+    servedAt = 'Sun, 02 Aug 2026 00:00:00 GMT'
+    expect(await updater.update()).toBe(true)
+    expect(updater.status()).toMatchObject({ source: 'updated', updated_at: '2026-08-02T00:00:00.000Z', last_error: null })
+    // Recorded unpriced at $0 from then on before, with nothing in the log.
+    expect(await recorded(t, call(t, 'claude-added-9'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.75, 9) })
+    const said = [expect.stringContaining('the new data has no entry for anthropic claude-added-9, which the data in use prices: its price in use is kept')]
+    expect(warnings).toEqual(said)
+    expect(JSON.parse(readFileSync(updater.file, 'utf8')).kept).toEqual(['anthropic claude-added-9'])
+
+    // The next start, from the kept copy, and the next download still without it: priced, nothing logged again.
+    await asAtStart()
+    t = await t.restart()
+    cleanups.push(() => t.cleanup())
+    expect(await recorded(t, call(t, 'claude-added-9'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.75, 9) })
+    servedAt = 'Mon, 03 Aug 2026 00:00:00 GMT'
+    expect(await t.server.context.prices!.updater.update()).toBe(true)
+    expect(await recorded(t, call(t, 'claude-added-9'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.75, 9) })
+    expect(warnings).toEqual(said)
+  })
+})

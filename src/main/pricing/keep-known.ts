@@ -3,10 +3,12 @@ import { usablePrices } from './check-data'
 import type { PriceLibrary } from './library'
 
 /**
- * Newer price data never takes away a price the bundled data has by leaving its model out. The
+ * Newer price data never takes away a price the data in use has by leaving its model out. The
  * bundled data has no date a download's Last-Modified could be compared with, so a mirror behind
  * it (or a private copy nobody refreshed) that lacks a provider's newest models, too few to look
- * cut short (./check-data.ts), would leave their calls unpriced from then on. Each model the bundled data prices whose name no
+ * cut short (./check-data.ts), would leave their calls unpriced from then on; so would a later
+ * download that lacks a model an earlier one added (a mirror gone back, a model left out
+ * upstream). Each model the bundled data or the data in use prices whose name no
  * entry of `next` takes (in the provider's list or a fallback provider's: a model renamed upstream,
  * its old name in the new entry's `match`, is priced by `next`) keeps its entry in the data in
  * use (the bundled one where that lacks it), appended after `next`'s own models.
@@ -16,28 +18,38 @@ export interface KeptKnown {
   data: Provider[]
   /** `provider model` of each kept entry. */
   kept: string[]
+  /** Those of `kept` the bundled data does not price (an earlier download added them). */
+  notBundled: string[]
 }
 
 export function keepKnown(lib: PriceLibrary, next: Provider[], inUse: Provider[], bundled: Provider[]): KeptKnown {
   const kept: string[] = []
+  const notBundled: string[] = []
   const data = next.map((p) => {
-    const fromBundle = bundled.find((b) => b.id === p.id)
-    if (!fromBundle) return p
+    const fromBundle = (bundled.find((b) => b.id === p.id)?.models ?? []).filter((m) => usablePrices(m.prices))
+    const inUseModels = inUse.find((c) => c.id === p.id)?.models ?? []
+    const bundledIds = new Set(fromBundle.map((m) => m.id))
+    // The bundled data's models, then those only the data in use prices (an earlier download's).
+    const known = [...fromBundle, ...inUseModels.filter((m) => usablePrices(m.prices) && !bundledIds.has(m.id))]
+    if (known.length === 0) return p
     const listed = new Set(p.models.map((m) => m.id))
-    const current = new Map((inUse.find((c) => c.id === p.id)?.models ?? []).map((m) => [m.id, m]))
+    const current = new Map(inUseModels.map((m) => [m.id, m]))
     // Where the library looks a name up in `next`: the provider's own list, then each of its fallbacks'.
     const lists = [p, ...(p.fallback_model_providers ?? []).map((f) => next.find((q) => q.id === f)).filter((q) => q !== undefined)]
-    const added = fromBundle.models
-      .filter((m) => usablePrices(m.prices) && !listed.has(m.id) && !lists.some((list) => takes(lib, list, m.id)))
+    const added = known
+      .filter((m) => !listed.has(m.id) && !lists.some((list) => takes(lib, list, m.id)))
       .map((m) => {
         const now = current.get(m.id)
         return now && usablePrices(now.prices) ? now : m
       })
     if (added.length === 0) return p
-    kept.push(...added.map((m) => `${p.id} ${m.id}`))
+    for (const m of added) {
+      kept.push(`${p.id} ${m.id}`)
+      if (!bundledIds.has(m.id)) notBundled.push(`${p.id} ${m.id}`)
+    }
     return { ...p, models: [...p.models, ...added] }
   })
-  return { data, kept }
+  return { data, kept, notBundled }
 }
 
 /** Whether an entry of `provider`'s own list takes the name `id`. */

@@ -174,7 +174,7 @@ export class PriceUpdater {
     const known = keepKnown(lib, own, inUse, this.bundledProviders)
     if (this.closed || !this.apply(known.data)) return false
     const newly = known.kept.filter((k) => !before.includes(k))
-    this.sayKept(this.file, newly)
+    this.sayKept(this.file, newly, known.notBundled)
     this.kept = [...before, ...newly]
     // Kept as checked, and naming what it keeps over which bundled data: the next start says nothing again.
     if (unchecked || newly.length || !keptHere) {
@@ -242,7 +242,7 @@ export class PriceUpdater {
       this.kept = known.kept
       await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, charges_checked: true, kept: known.kept, kept_over: bundledPricesPrint(this.bundledProviders), providers: known.data })
       this.opts.log?.info(`prices: updated from ${this.shown} (data of ${published})`)
-      this.sayKept('the new data', newly)
+      this.sayKept('the new data', newly, known.notBundled)
       for (const m of charges!.madeFree) this.opts.log?.warn(`prices: the new data makes ${m} free: it is charged $0 from now on (a price in pricing.overrides or the admin API wins)`)
       for (const m of charges!.leftUnpriced) this.opts.log?.warn(`prices: the new data has no price for ${m}: its calls are recorded unpriced from now on (a price in pricing.overrides or the admin API prices them)`)
       for (const m of charges!.pricedAs) this.opts.log?.warn(`prices: the new data prices ${m} (an earlier entry's match takes its name; a price in pricing.overrides or the admin API wins)`)
@@ -266,9 +266,12 @@ export class PriceUpdater {
     this.state.last_error = null
   }
 
-  /** Logs each entry newly kept from the data in use (./keep-known.ts), once: a mirror behind stays so day after day. */
-  private sayKept(from: string, newly: string[]): void {
-    for (const m of newly) this.opts.log?.warn(`prices: ${from} has no entry for ${m}, which the bundled data prices: its price in use is kept (a price in pricing.overrides or the admin API wins)`)
+  /** Logs each entry newly kept from the data in use (./keep-known.ts), once: a mirror behind stays so day after day. `notBundled`: those only a download priced. */
+  private sayKept(from: string, newly: string[], notBundled: string[]): void {
+    for (const m of newly) {
+      const which = notBundled.includes(m) ? 'the data in use' : 'the bundled data'
+      this.opts.log?.warn(`prices: ${from} has no entry for ${m}, which ${which} prices: its price in use is kept (a price in pricing.overrides or the admin API wins)`)
+    }
   }
 
   /** When the data in use was published; 0 for the bundled data, or a copy kept dated ahead of now by an earlier release (any download is newer). */
