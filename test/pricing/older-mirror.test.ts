@@ -260,3 +260,25 @@ describe('a model a download added, which a later download does not list', () =>
     expect(warnings).toEqual(said)
   })
 })
+
+describe('a copy kept before an upgrade that renamed a model the new release\'s bundled data lists under its old id', () => {
+  it('is used: the models only it prices stay priced, the renamed one at its new entry', async () => {
+    await asAtStart()
+    // Downloaded under an older release (another bundled fingerprint): newer than this release's
+    // bundled data, it renames claude-sonnet-5 (its new entry takes the old name) and adds a model.
+    const added = { id: 'claude-added-9', match: { equals: 'claude-added-9' }, prices: { input_mtok: 5, output_mtok: 25 } }
+    const providers = withAnthropic((models) => [
+      added,
+      ...models.map((m) => (m.id === 'claude-sonnet-5' ? { ...m, id: 'claude-sonnet-5-0', match: { or: [{ equals: 'claude-sonnet-5' }, { starts_with: 'claude-sonnet-5-0' }] }, prices: { input_mtok: 1, output_mtok: 5 } } : m)),
+    ])
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-older-mirror-'))
+    const at = '2026-08-01T00:00:00.000Z'
+    writeFileSync(join(dir, PRICES_FILE), JSON.stringify({ updated_at: at, fetched_at: new Date().toISOString(), bundled: 'the bundled data of an older release', charges_checked: true, kept: [], providers }), { mode: 0o600 })
+    const t = await serverBehindMirror([], dir)
+    // Set aside before (it lacks the id claude-sonnet-5): recorded unpriced at $0 until a download, for good with auto_update off.
+    expect(await recorded(t, call(t, 'claude-added-9'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.75, 9) })
+    expect(t.server.context.prices!.updater.status()).toMatchObject({ source: 'cached', updated_at: at })
+    // 100k input and 10k output tokens at the new entry's $1 and $5 per million.
+    expect(await recorded(t, call(t, 'claude-sonnet-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.15, 9) })
+  })
+})

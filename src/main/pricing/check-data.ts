@@ -132,10 +132,28 @@ export function refuseReason(lib: PriceLibrary, next: unknown, current: Provider
   }
   if (everyModel) {
     for (const p of current) {
-      const ids = new Set(byId.get(p.id)!.models.map((m) => m.id))
-      const lost = p.models.find((m) => usablePrices(m.prices) && !ids.has(m.id))
+      const q = byId.get(p.id)!
+      const ids = new Set(q.models.map((m) => m.id))
+      const known = new Set(p.models.map((m) => m.id))
+      // A model renamed since (its old name in a new entry's `match`) is priced by that entry; an entry
+      // `current` lists too (an older model's prefix rule) is no such rename: the copy is older.
+      const lost = p.models.find((m) => usablePrices(m.prices) && !ids.has(m.id) && !isRenamed(takenBy(lib, q, m.id), known))
       if (lost) return `the data lacks ${p.id} ${lost.id}, which the bundled data prices`
     }
   }
   return null
+}
+
+/** Whether `by` (the entry that takes a model's name) is a model `known` does not list: a model renamed. */
+function isRenamed(by: string | null, known: Set<string>): boolean {
+  return by !== null && !known.has(by)
+}
+
+/** The id of the entry of `provider`'s own list (its fallbacks aside) that takes the name `id`, as a call's lookup would; null when none does. */
+export function takenBy(lib: PriceLibrary, provider: Provider, id: string): string | null {
+  try {
+    return lib.calcPrice({ input_tokens: 1, output_tokens: 1 }, id, { provider: { ...provider, fallback_model_providers: undefined } })?.model.id ?? null
+  } catch {
+    return null
+  }
 }

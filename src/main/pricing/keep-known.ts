@@ -1,5 +1,5 @@
 import type { Provider } from '@pydantic/genai-prices'
-import { usablePrices } from './check-data'
+import { takenBy, usablePrices } from './check-data'
 import type { PriceLibrary } from './library'
 
 /**
@@ -54,11 +54,7 @@ export function keepKnown(lib: PriceLibrary, next: Provider[], inUse: Provider[]
 
 /** Whether an entry of `provider`'s own list takes the name `id`. */
 function takes(lib: PriceLibrary, provider: Provider, id: string): boolean {
-  try {
-    return Boolean(lib.calcPrice({ input_tokens: 1, output_tokens: 1 }, id, { provider: { ...provider, fallback_model_providers: undefined } })?.model)
-  } catch {
-    return false
-  }
+  return takenBy(lib, provider, id) !== null
 }
 
 /** `data` without the entries `kept` names: the data as it was downloaded, before keepKnown. */
