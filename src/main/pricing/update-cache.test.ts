@@ -19,11 +19,16 @@ vi.mock('node:fs/promises', async (importOriginal) => {
     }
     return h
   }
-  const rename: typeof fs.rename = async (from, to) => {
-    await fs.rename(from, to)
+  return { ...fs, default: { ...fs, open }, open }
+})
+
+vi.mock('node:fs', async (importOriginal) => {
+  const fs = await importOriginal<typeof import('node:fs')>()
+  const renameSync: typeof fs.renameSync = (from, to) => {
+    fs.renameSync(from, to)
     steps.push(`rename ${String(from)} -> ${String(to)}`)
   }
-  return { ...fs, default: { ...fs, open, rename }, open, rename }
+  return { ...fs, default: { ...fs, renameSync }, renameSync }
 })
 
 const { PRICES_FILE, writeCache } = await import('./update-cache')

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { open, readFile, rename, rm } from 'node:fs/promises'
+import { renameSync, statSync } from 'node:fs'
+import { open, rm } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Provider } from '@pydantic/genai-prices'
 import { untrustedReason } from '../security/owned-file'
@@ -58,11 +59,31 @@ export function bundledPrint(data: Provider[]): string {
 }
 
 /**
+ * Which file a copy was read from: each write puts a new file in place (a rename), so a copy
+ * written since has another inode, and most likely another size and time too.
+ */
+export interface CopyStamp {
+  dev: number
+  ino: number
+  size: number
+  mtimeMs: number
+}
+
+/** The kept copy as read, and the file it was read from. */
+export interface CopyRead {
+  cached: Cached
+  stamp: CopyStamp
+}
+
+const stampOf = (st: CopyStamp): CopyStamp => ({ dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs })
+
+/**
  * The kept copy in `file`, or null when there is none that may be used: none yet, unreadable,
  * not the user's own (`untrusted` is told why), or JSON that is no object.
  */
-export async function readCache(file: string, untrusted: (why: string) => void): Promise<Cached | null> {
+export async function readCache(file: string, untrusted: (why: string) => void): Promise<CopyRead | null> {
   let cached: Cached
+  let stamp: CopyStamp
   try {
     // Only the user's own copy: in a data folder other users may write, theirs could price every call at a thousandth.
     const why = untrustedReason(file)
@@ -70,13 +91,25 @@ export async function readCache(file: string, untrusted: (why: string) => void):
       untrusted(why)
       return null
     }
-    cached = JSON.parse(await readFile(file, 'utf8')) as Cached
+    const h = await open(file, 'r')
+    try {
+      stamp = stampOf(await h.stat())
+      cached = JSON.parse(await h.readFile('utf8')) as Cached
+    } finally {
+      await h.close()
+    }
   } catch {
     return null // none yet, or unreadable: the bundled data stays
   }
   // JSON that is no object (`null`, written by hand or another tool) is no kept copy: reading its fields would throw, and no call could be priced.
   if (typeof cached !== 'object' || cached === null || Array.isArray(cached)) return null
-  return cached
+  return { cached, stamp }
+}
+
+/** Whether `file` is still the one `stamp` was taken of (synchronous: nothing else runs before the rename that follows). */
+function unchanged(file: string, stamp: CopyStamp): boolean {
+  const now = statSync(file, { throwIfNoEntry: false })
+  return now !== undefined && now.dev === stamp.dev && now.ino === stamp.ino && now.size === stamp.size && now.mtimeMs === stamp.mtimeMs
 }
 
 /**
@@ -86,9 +119,10 @@ export async function readCache(file: string, untrusted: (why: string) => void):
  * one of them put under its name would have the data written over the file it points to. Its
  * data is on the disk before the rename, and the rename is made durable after it, so a crash or
  * a power cut leaves the last copy or the new one, never an empty or cut-short file.
- * A failure is told to `failed`: the copy already kept (if any) stays.
+ * A failure is told to `failed`: the copy already kept (if any) stays. `readAs`: the copy `c` was
+ * made from; when another write has replaced it since, `c` is not written (the newer copy stays).
  */
-export async function writeCache(file: string, c: Cached, failed: (message: string) => void): Promise<void> {
+export async function writeCache(file: string, c: Cached, failed: (message: string) => void, readAs?: CopyStamp): Promise<void> {
   const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
   try {
     const h = await open(tmp, 'wx', 0o600)
@@ -99,7 +133,14 @@ export async function writeCache(file: string, c: Cached, failed: (message: stri
     } finally {
       await h.close()
     }
-    await rename(tmp, file)
+    // A copy written from one read (burnrate import marking it checked, a 304 keeping it) goes in
+    // only while that file is still there: another writer's newer download (the server's) stays.
+    // Checked and renamed in one synchronous step, as connect/files.ts' beforeRename does.
+    if (readAs && !unchanged(file, readAs)) {
+      await rm(tmp, { force: true }).catch(() => {})
+      return
+    }
+    renameSync(tmp, file)
   } catch (err) {
     await rm(tmp, { force: true }).catch(() => {})
     failed((err as Error).message)

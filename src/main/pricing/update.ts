@@ -9,7 +9,7 @@ import { refuseReason } from './check-data'
 import { loadPriceLibrary, PRICE_DATA_URL, whenPriceLibraryLoaded } from './library'
 import { shownUrl } from './mirror-url'
 import { keepKnown, withoutKept } from './keep-known'
-import { bundledData, bundledPricesPrint, bundledPrint, type Cached, PRICES_FILE, readCache, writeCache } from './update-cache'
+import { bundledData, bundledPricesPrint, bundledPrint, type Cached, type CopyStamp, PRICES_FILE, readCache, writeCache } from './update-cache'
 import { downloadPrices } from './update-download'
 
 export { PRICES_FILE } from './update-cache'
@@ -145,8 +145,9 @@ export class PriceUpdater {
       this.state.last_error = `the price library could not be loaded: ${(err as Error).message}`
       return false
     }
-    const cached = await readCache(this.file, (why) => this.opts.log?.warn(`prices: not using ${this.file} (${why}); keeping the bundled data`))
-    if (!cached || this.closed) return false
+    const read = await readCache(this.file, (why) => this.opts.log?.warn(`prices: not using ${this.file} (${why}); keeping the bundled data`))
+    if (!read || this.closed) return false
+    const cached = read.cached
     // A copy kept from before an upgrade can be older than the bundled data (gpt-5 unknown to
     // it): it is used only when it prices every model the bundled data (still in use) prices. A
     // copy accepted over this same bundled data is newer than it, though it may have retired a
@@ -178,7 +179,7 @@ export class PriceUpdater {
     this.kept = [...before, ...newly]
     // Kept as checked, and naming what it keeps over which bundled data: the next start says nothing again.
     if (unchecked || newly.length || !keptHere) {
-      await this.writeCache({ ...cached, providers: own, charges_checked: true, kept: this.kept, kept_over: bundledPricesPrint(this.bundledProviders) })
+      await this.writeCache({ ...cached, providers: own, charges_checked: true, kept: this.kept, kept_over: bundledPricesPrint(this.bundledProviders) }, read.stamp)
     }
     this.state.source = 'cached'
     this.state.updated_at = cached.updated_at ?? null
@@ -301,15 +302,15 @@ export class PriceUpdater {
    */
   private async keepCheckedAt(): Promise<void> {
     if (this.closed || this.state.source === 'bundled' || !this.state.checked_at) return
-    const cached = await readCache(this.file, () => {})
-    // Only the copy in use (another process may have kept newer data since).
-    if (!cached || this.closed || cached.updated_at !== this.state.updated_at) return
-    await this.writeCache({ ...cached, fetched_at: this.state.checked_at })
+    const read = await readCache(this.file, () => {})
+    // Only the copy in use (another process may have kept newer data since, or may while this writes).
+    if (!read || this.closed || read.cached.updated_at !== this.state.updated_at) return
+    await this.writeCache({ ...read.cached, fetched_at: this.state.checked_at }, read.stamp)
   }
 
-  /** Keeps `c` in the data folder (./update-cache.ts), saying so in the log when it cannot. */
-  private writeCache(c: Cached): Promise<void> {
-    return writeCache(this.file, c, (message) => this.opts.log?.warn(`prices: could not keep the price data in ${this.file}: ${message}`))
+  /** Keeps `c` in the data folder (./update-cache.ts), saying so in the log when it cannot; `readAs`: the copy it was made from, written over only while still there. */
+  private writeCache(c: Cached, readAs?: CopyStamp): Promise<void> {
+    return writeCache(this.file, c, (message) => this.opts.log?.warn(`prices: could not keep the price data in ${this.file}: ${message}`), readAs)
   }
 
   /** Whether a cache file exists (tests, status). */
