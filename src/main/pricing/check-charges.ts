@@ -23,7 +23,7 @@ import { pricesEveryKind } from './unknown-kinds'
 
 const PROBE = { input_tokens: 1_000_000, output_tokens: 1_000_000 }
 /** Longest run of lookups before calls waiting on the event loop go on. */
-const SLICE_MS = 10
+export const SLICE_MS = 10
 
 /** What a lookup charges for a million input and output tokens: each side, and in all; and the model whose table it found. */
 interface Charge {

@@ -1,4 +1,6 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Provider } from '@pydantic/genai-prices'
+import { SLICE_MS } from './check-charges'
 import { takenBy, usablePrices } from './check-data'
 import type { PriceLibrary } from './library'
 
@@ -22,33 +24,44 @@ export interface KeptKnown {
   notBundled: string[]
 }
 
-export function keepKnown(lib: PriceLibrary, next: Provider[], inUse: Provider[], bundled: Provider[]): KeptKnown {
+export async function keepKnown(lib: PriceLibrary, next: Provider[], inUse: Provider[], bundled: Provider[]): Promise<KeptKnown> {
   const kept: string[] = []
   const notBundled: string[] = []
-  const data = next.map((p) => {
+  const data: Provider[] = []
+  // Each lookup copies the provider's list (openrouter's 700 models): a download lacking a few of
+  // each provider's models took 50-200 ms at once, on the proxy's event loop. Sliced as ./check-charges.ts is.
+  let sliceStart = performance.now()
+  for (const p of next) {
     const fromBundle = (bundled.find((b) => b.id === p.id)?.models ?? []).filter((m) => usablePrices(m.prices))
     const inUseModels = inUse.find((c) => c.id === p.id)?.models ?? []
     const bundledIds = new Set(fromBundle.map((m) => m.id))
     // The bundled data's models, then those only the data in use prices (an earlier download's).
     const known = [...fromBundle, ...inUseModels.filter((m) => usablePrices(m.prices) && !bundledIds.has(m.id))]
-    if (known.length === 0) return p
     const listed = new Set(p.models.map((m) => m.id))
     const current = new Map(inUseModels.map((m) => [m.id, m]))
     // Where the library looks a name up in `next`: the provider's own list, then each of its fallbacks'.
     const lists = [p, ...(p.fallback_model_providers ?? []).map((f) => next.find((q) => q.id === f)).filter((q) => q !== undefined)]
-    const added = known
-      .filter((m) => !listed.has(m.id) && !lists.some((list) => takes(lib, list, m.id)))
-      .map((m) => {
-        const now = current.get(m.id)
-        return now && usablePrices(now.prices) ? now : m
-      })
-    if (added.length === 0) return p
+    const added: Provider['models'] = []
+    for (const m of known) {
+      if (listed.has(m.id)) continue
+      if (performance.now() - sliceStart > SLICE_MS) {
+        await nextTurn()
+        sliceStart = performance.now()
+      }
+      if (lists.some((list) => takes(lib, list, m.id))) continue
+      const now = current.get(m.id)
+      added.push(now && usablePrices(now.prices) ? now : m)
+    }
+    if (added.length === 0) {
+      data.push(p)
+      continue
+    }
     for (const m of added) {
       kept.push(`${p.id} ${m.id}`)
       if (!bundledIds.has(m.id)) notBundled.push(`${p.id} ${m.id}`)
     }
-    return { ...p, models: [...p.models, ...added] }
-  })
+    data.push({ ...p, models: [...p.models, ...added] })
+  }
   return { data, kept, notBundled }
 }
 

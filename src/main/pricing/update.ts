@@ -172,7 +172,7 @@ export class PriceUpdater {
       return false
     }
     // A copy kept before entries were kept (./keep-known.ts) may lack models the bundled data prices.
-    const known = keepKnown(lib, own, inUse, this.bundledProviders)
+    const known = await keepKnown(lib, own, inUse, this.bundledProviders)
     if (this.closed || !this.apply(known.data)) return false
     const newly = known.kept.filter((k) => !before.includes(k))
     this.sayKept(this.file, newly, known.notBundled)
@@ -234,8 +234,8 @@ export class PriceUpdater {
       const refused = shape ?? charges!.refused
       if (refused) throw new Error(`the price data was refused: ${refused}`)
       if (this.closed) return false
-      const known = keepKnown(lib, data as Provider[], inUse, this.bundledProviders)
-      if (!this.apply(known.data, true)) return false
+      const known = await keepKnown(lib, data as Provider[], inUse, this.bundledProviders)
+      if (this.closed || !this.apply(known.data, true)) return false
       this.state.source = 'updated'
       this.state.updated_at = published
       this.recovered()
