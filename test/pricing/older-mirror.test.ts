@@ -282,3 +282,29 @@ describe('a copy kept before an upgrade that renamed a model the new release\'s 
     expect(await recorded(t, call(t, 'claude-sonnet-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.15, 9) })
   })
 })
+
+describe('a copy kept before an upgrade with the price of a model a download added that a later one lacked', () => {
+  it('keeps that price after the upgrade', async () => {
+    await asAtStart()
+    const added = { id: 'claude-added-9', match: { equals: 'claude-added-9' }, prices: { input_mtok: 5, output_mtok: 25 } }
+    // As this build keeps it under an older release: the mirror's data (up to date on NEWEST), and claude-added-9 kept from an earlier download.
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-older-mirror-'))
+    const at = '2026-08-01T00:00:00.000Z'
+    const kept = ['anthropic claude-added-9']
+    const copy = { updated_at: at, fetched_at: new Date().toISOString(), bundled: 'the bundled data of an older release', charges_checked: true, kept, kept_added: kept, kept_over: 'an older release', providers: withAnthropic((models) => [...models, added]) }
+    writeFileSync(join(dir, PRICES_FILE), JSON.stringify(copy), { mode: 0o600 })
+    served = bundled
+    let t = await serverBehindMirror([], dir)
+    // Put aside as an older release's bundled price before: recorded unpriced at $0 from then on.
+    expect(await recorded(t, call(t, 'claude-added-9'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.75, 9) })
+    expect(t.server.context.prices!.updater.status()).toMatchObject({ source: 'cached', updated_at: at })
+    // The next start, and the next download from the mirror (without it): still priced.
+    await asAtStart()
+    t = await t.restart()
+    cleanups.push(() => t.cleanup())
+    expect(await recorded(t, call(t, 'claude-added-9'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.75, 9) })
+    servedAt = 'Sun, 02 Aug 2026 00:00:00 GMT'
+    expect(await t.server.context.prices!.updater.update()).toBe(true)
+    expect(await recorded(t, call(t, 'claude-added-9'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.75, 9) })
+  })
+})

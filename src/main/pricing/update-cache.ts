@@ -18,6 +18,8 @@ export interface Cached {
   charges_checked?: boolean
   /** `provider model` of each entry kept from the data in use because the download lacks it (./keep-known.ts); absent in copies written before entries were kept. */
   kept?: string[]
+  /** Those of `kept` only a download priced, never the bundled data (absent in copies written before they were kept): another release's bundled data does not put them aside. */
+  kept_added?: string[]
   /** `bundledPricesPrint()` of the bundled data `kept` was kept over: under other bundled prices they are that data's, not this one's. */
   kept_over?: string
   providers: Provider[]

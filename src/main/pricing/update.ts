@@ -67,6 +67,8 @@ export class PriceUpdater {
   private bundledProviders: Provider[] = []
   /** `provider model` of the entries the data in use keeps from before because its download lacks them. */
   private kept: string[] = []
+  /** Those of `kept` only a download priced (./update-cache.ts kept_added). */
+  private keptAdded: string[] = []
   /** When the kept copy in use was fetched (`loadCache`), in ms. */
   private keptFetchedAt = 0
 
@@ -164,8 +166,12 @@ export class PriceUpdater {
     // the copy's own: it must price this bundled data's models itself, and this data's prices are
     // kept in their place, or the older release's would stay in use, after each download too.
     const keptHere = listed.length === 0 || (sameBundle && cached.kept_over === bundledPricesPrint(this.bundledProviders))
-    const own = keptHere ? cached.providers : withoutKept(cached.providers, listed)
-    const before = keptHere ? listed : []
+    // Those a download priced (an earlier one's model a later one lacked) are no bundled data's: they
+    // stay, unless this bundled data lists the model (its price then kept in their place, as above).
+    const bundledNames = new Set(this.bundledProviders.flatMap((p) => p.models.map((m) => `${p.id} ${m.id}`)))
+    const addedEarlier = Array.isArray(cached.kept_added) ? cached.kept_added.filter((k) => listed.includes(k)) : []
+    const before = keptHere ? listed : addedEarlier.filter((k) => !bundledNames.has(k))
+    const own = keptHere ? cached.providers : withoutKept(cached.providers, listed.filter((k) => !before.includes(k)))
     const older = refuseReason(lib, own, inUse, !sameBundle) ?? (unchecked ? (await unchargedReason(lib, own, inUse)).refused : null)
     if (older) {
       this.opts.log?.info(`prices: not using ${this.file} (${older}); keeping the bundled data`)
@@ -177,9 +183,10 @@ export class PriceUpdater {
     const newly = known.kept.filter((k) => !before.includes(k))
     this.sayKept(this.file, newly, known.notBundled)
     this.kept = [...before, ...newly]
+    this.keptAdded = [...new Set([...addedEarlier.filter((k) => before.includes(k)), ...known.notBundled])]
     // Kept as checked, and naming what it keeps over which bundled data: the next start says nothing again.
     if (unchecked || newly.length || !keptHere) {
-      await this.writeCache({ ...cached, providers: own, charges_checked: true, kept: this.kept, kept_over: bundledPricesPrint(this.bundledProviders) }, read.stamp)
+      await this.writeCache({ ...cached, providers: own, charges_checked: true, kept: this.kept, kept_added: this.keptAdded, kept_over: bundledPricesPrint(this.bundledProviders) }, read.stamp)
     }
     this.state.source = 'cached'
     this.state.updated_at = cached.updated_at ?? null
@@ -241,7 +248,8 @@ export class PriceUpdater {
       this.recovered()
       const newly = known.kept.filter((k) => !this.kept.includes(k))
       this.kept = known.kept
-      await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, charges_checked: true, kept: known.kept, kept_over: bundledPricesPrint(this.bundledProviders), providers: known.data })
+      this.keptAdded = known.notBundled
+      await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, charges_checked: true, kept: known.kept, kept_added: known.notBundled, kept_over: bundledPricesPrint(this.bundledProviders), providers: known.data })
       this.opts.log?.info(`prices: updated from ${this.shown} (data of ${published})`)
       this.sayKept('the new data', newly, known.notBundled)
       for (const m of charges!.madeFree) this.opts.log?.warn(`prices: the new data makes ${m} free: it is charged $0 from now on (a price in pricing.overrides or the admin API wins)`)
