@@ -32,10 +32,15 @@ export async function sweepExpired(store: SqlStore): Promise<number> {
   // 60 days: a call never stored (its instance lost it) would keep its marker for ever, and one
   // stored later than that counts in spend rows of periods long over.
   await store.run(`DELETE FROM budget_settled WHERE at < now() - interval '7 days' AND (NOT owed OR at < now() - interval '${OWED_KEPT_DAYS} days')`)
+  // The spend rows are locked in id order first, as an admission (admission.ts rowLocks) and a
+  // settlement lock them: an UPDATE … FROM reaches them in the table's order, which follows their
+  // last writes, so it could hold one row an admission waits for while waiting for another that
+  // admission holds, and PostgreSQL aborted one of them (40P01) after its deadlock_timeout.
   return store.run(
     `WITH gone AS (DELETE FROM budget_reservations WHERE expires_at < ${NOW_MS} RETURNING spend_id, amount_usd),
-          sums AS (SELECT spend_id, SUM(amount_usd) AS amount FROM gone GROUP BY spend_id)
+          sums AS (SELECT spend_id, SUM(amount_usd) AS amount FROM gone GROUP BY spend_id),
+          locked AS (SELECT id FROM budget_spend WHERE id IN (SELECT spend_id FROM sums) ORDER BY id FOR UPDATE)
      UPDATE budget_spend b SET reserved_usd = GREATEST(0, b.reserved_usd - sums.amount)
-       FROM sums WHERE b.id = sums.spend_id`,
+       FROM sums WHERE b.id = sums.spend_id AND b.id IN (SELECT id FROM locked)`,
   )
 }
