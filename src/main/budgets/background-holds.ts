@@ -113,14 +113,38 @@ export class BackgroundHolds {
   private timer: NodeJS.Timeout | null = null
   /** Where holds are kept across a restart (null: in memory only). */
   file: HoldFile | null = null
+  /**
+   * Holds kept before this start not held again yet (`waitFor`): at start-up, and while the
+   * budget state cannot hold them (PostgreSQL away), when they are tried again a moment later.
+   * Let go meanwhile (their result read, their usage taken), they are not held again.
+   */
+  private readonly waiting = new Map<string, HoldInfo>()
+  /** Holds the budget state could not hold again when asked (PostgreSQL away), tried again since (tests). */
+  retried = 0
 
   get size(): number {
     return this.held.size
   }
 
+  /** A hold kept before this start, to be held again (`keep`) unless it is let go first. */
+  waitFor(info: HoldInfo): void {
+    this.waiting.set(keyOf(info.provider, info.responseId), info)
+  }
+
+  /** Whether a hold kept before this start is still to be held again (not let go, nor held, meanwhile). */
+  isWaiting(info: HoldInfo): boolean {
+    return this.waiting.get(keyOf(info.provider, info.responseId)) === info
+  }
+
+  /** Stops waiting for the holds kept before this start (the server stops: the file keeps them for the next). */
+  stopWaiting(): void {
+    this.waiting.clear()
+  }
+
   /** Holds a reservation (`free` lets it go) for `info` (created by the call `ctx`, unknown after a restart), and keeps it in the file. */
   keep(info: HoldInfo, free: () => void, ctx?: CallContext): void {
     const k = keyOf(info.provider, info.responseId)
+    this.waiting.delete(k)
     // The same response held twice (a retried POST answered with the same id): one hold.
     this.held.get(k)?.free()
     this.held.set(k, { info, free, ctx })
@@ -183,6 +207,7 @@ export class BackgroundHolds {
   /** The response's result is in (or says it ended): its reservation is let go. */
   release(provider: string, responseId: string): void {
     const k = keyOf(provider, responseId)
+    this.waiting.delete(k)
     const h = this.held.get(k)
     if (h) this.end(k, h)
     else this.write(() => this.file?.remove(provider, responseId))
@@ -195,6 +220,12 @@ export class BackgroundHolds {
 
   /** The real usage of the call created at `ts` with `keyHash` taken (its cost move, on any instance): its hold ends. */
   releaseCall(keyHash: string, ts: number, provider: string): void {
+    for (const [k, w] of this.waiting) {
+      if (w.keyHash === keyHash && w.ts === ts && w.provider === provider) {
+        this.waiting.delete(k)
+        this.write(() => this.file?.remove(w.provider, w.responseId))
+      }
+    }
     if (this.held.size === 0) return
     for (const [k, h] of this.held) {
       if (h.info.keyHash === keyHash && h.info.ts === ts && h.info.provider === provider) this.end(k, h)
@@ -217,6 +248,7 @@ export class BackgroundHolds {
 
   /** Forgets a kept hold that will not be held again (past its bound, its rule gone). */
   forget(info: HoldInfo): void {
+    this.waiting.delete(keyOf(info.provider, info.responseId))
     this.write(() => this.file?.remove(info.provider, info.responseId))
   }
 

@@ -16,10 +16,13 @@ import { type Scope, keptPattern, keptRuleIdentity, ruleIdentity, scopeMatches }
 import type { AdmissionNotice } from './feed/admission-told'
 import { SharedCounts } from './shared-counts'
 import { MemoryBudgetState } from './state/memory'
-import type { BudgetState, ReserveOutcome } from './state/types'
+import type { BudgetState, Reservation, ReserveOutcome } from './state/types'
 import type { BudgetAlert, BudgetMeters, CostAdjustment, LearntUsage } from './types'
 import { reached } from './reached'
 import { teaches } from './call-fees'
+
+/** How often a background hold kept before this start that the budget state could not hold again (PostgreSQL away) is tried again. */
+export const REHOLD_RETRY_MS = 5000
 
 /** How much to reserve for a call, and what answered calls teach about the next ones. */
 export interface CostModel {
@@ -302,29 +305,38 @@ export class BudgetEngine implements BudgetMeters {
    * of its pattern holds it, as a rule change without a restart keeps the calls in flight
    * (./meter-book.ts carryOver). Builds before this one forgot it, and the key's next job was let
    * past the limit while the first still ran. Those past their bound, or whose rule is gone (or no
-   * longer blocks), are forgotten.
+   * longer blocks), are forgotten. One the budget state cannot hold now (PostgreSQL away at
+   * start-up) stays in the file and is tried again every REHOLD_RETRY_MS until it is held, let go
+   * (its result read) or past its bound: builds before this one forgot it, and once PostgreSQL was
+   * back the key's next job was let past the limit while the first still ran.
    */
   async rehold(now = Date.now()): Promise<void> {
-    for (const h of this.holds.kept()) {
-      const rule = h.until > now ? holdRule(this.book.index.active(), h.rule) : undefined
-      if (!rule || !this.budgetState.hold) {
-        this.holds.forget(h)
-        continue
-      }
-      await this.reholdOne(rule, h, now)
-    }
+    const kept = this.holds.kept()
+    for (const h of kept) this.holds.waitFor(h)
+    for (const h of kept) await this.reholdOne(h, now)
   }
 
-  private async reholdOne(rule: Rule, h: HoldInfo, now: number): Promise<void> {
+  private async reholdOne(h: HoldInfo, now: number): Promise<void> {
+    // Let go meanwhile (its result read), or the server stopped.
+    if (!this.holds.isWaiting(h)) return
+    const rule = h.until > now ? holdRule(this.book.index.active(), h.rule) : undefined
+    if (!rule || !this.budgetState.hold) {
+      this.holds.forget(h)
+      return
+    }
     const m = this.book.meter(rule, h.keyHash)
     const req = { rule, meter: m, keyHash: h.keyHash, session: h.session, ts: h.ts, periods: m.periods(now, h.session), amount: h.amount }
+    let r: Reservation
     try {
-      const r = await this.budgetState.hold!(req)
-      this.holds.keep(h, () => r.release())
+      r = await this.budgetState.hold(req)
     } catch {
-      // the budget state cannot hold it now (PostgreSQL away): the response is not held again
-      this.holds.forget(h)
+      // The budget state cannot hold it now (PostgreSQL away): kept in the file, tried again.
+      this.holds.retried++
+      setTimeout(() => void this.reholdOne(h, Date.now()), REHOLD_RETRY_MS).unref()
+      return
     }
+    if (this.holds.isWaiting(h)) this.holds.keep(h, () => r.release())
+    else r.release()
   }
 
   /**

@@ -178,6 +178,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   // on SQLite both go with the ledger's batches, and its stop keeps them).
   const keep = () => keepUnwritten([holdFile, patterns], ctx.config.data_dir, ctx.log)
   ctx.onClose(() => {
+    engine.holds.stopWaiting()
     keep()
     patterns.close()
     holdFile.close()
