@@ -31,6 +31,7 @@ export const otel: Feature = async (ctx) => {
     agent: ctx.egress.nodeAgent(o.endpoint, o.timeout_ms),
     // The spans' own (of the same kind): an export given up closes its connection, not a metric export's.
     spanAgent: ctx.egress.nodeAgent(o.endpoint, o.timeout_ms),
+    warn: (message) => ctx.log.warn(message),
   })
   const stopCalls = ctx.ledger.onCall(pipeline.observe)
   const stopMoves = onCostMoved(ctx.ledger, pipeline.moved)

@@ -1,8 +1,10 @@
 import type { Agent } from 'node:http'
-import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
+import { OTLPMetricExporterBase, type OTLPMetricExporterOptions } from '@opentelemetry/exporter-metrics-otlp-http'
+import { type OTLPExporterNodeConfigBase, convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http'
+import { JsonMetricsSerializer, MetricsExporterMetricsHelper } from '@opentelemetry/otlp-transformer'
 import type { Resource } from '@opentelemetry/resources'
 import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics'
-import { describeFailure, directAgent, signalUrl } from './collector'
+import { type Refused, describeFailure, directAgent, keepingRefused, signalUrl } from './collector'
 import type { OtelOptions, OtelStatus } from './pipeline'
 
 /** Attribute sets an instrument keeps apart before the SDK folds new ones into `otel.metric.overflow` (README). */
@@ -13,6 +15,27 @@ export const OTEL_SERIES_LIMIT = 20_000
  * counted in `status`. Cumulative unless OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE asks for
  * delta (a backend such as Dynatrace takes nothing else); then a failed export's interval is lost (README).
  */
+/** `OTLPMetricExporter` (OTLP/HTTP, JSON), with what the collector refused of each export (a partial success) kept. */
+class MetricExporter extends OTLPMetricExporterBase {
+  /** The data points the collector refused of the export whose callback runs now, or null. */
+  readonly takeRefused: () => Refused | null
+
+  constructor(config: OTLPExporterNodeConfigBase & OTLPMetricExporterOptions) {
+    const kept = keepingRefused(JsonMetricsSerializer, 'rejectedDataPoints')
+    super(
+      createOtlpHttpExportDelegate(
+        convertLegacyHttpOptions(config, 'METRICS', 'v1/metrics', { 'Content-Type': 'application/json' }),
+        kept.serializer,
+        'otlp_http_metric_exporter',
+        MetricsExporterMetricsHelper,
+        undefined,
+      ),
+      config,
+    )
+    this.takeRefused = kept.take
+  }
+}
+
 export function metricProvider(opts: OtelOptions, resource: Resource, status: OtelStatus): MeterProvider {
   // An agent of the metrics' own: an export given up (guardedExporter) closes its connections.
   const agent = opts.agent ?? directAgent(opts.endpoint)
@@ -22,10 +45,10 @@ export function metricProvider(opts: OtelOptions, resource: Resource, status: Ot
     () => {},
   )
   const exportTimeoutMs = Math.min(opts.timeoutMs, opts.intervalMs)
-  const inner = new OTLPMetricExporter({ headers: opts.headers, timeoutMillis: opts.timeoutMs, httpAgentOptions: () => agent, url: signalUrl(opts.endpoint, '/v1/metrics') })
+  const inner = new MetricExporter({ headers: opts.headers, timeoutMillis: opts.timeoutMs, httpAgentOptions: () => agent, url: signalUrl(opts.endpoint, '/v1/metrics') })
   // The longest an export may take (behind a proxy, opening the tunnel too): the reader stops
   // waiting sooner, at the interval, but an export that ends within this is still delivered.
-  const exporter = guardedExporter(inner, opts.timeoutMs * (opts.agent ? 2 : 1), status, () => made)
+  const exporter = guardedExporter(inner, opts.timeoutMs * (opts.agent ? 2 : 1), status, () => made, opts.warn)
   return new MeterProvider({
     resource,
     readers: [
@@ -50,7 +73,7 @@ export function metricProvider(opts: OtelOptions, resource: Resource, status: Ot
  * connection every interval, without end. So an export still going after `limitMs`, or when the
  * next one comes, is given up here: failed, and its connection closed (the agent's, once made).
  */
-function guardedExporter(inner: OTLPMetricExporter, limitMs: number, status: OtelStatus, agent: () => Agent | null): PushMetricExporter {
+function guardedExporter(inner: MetricExporter, limitMs: number, status: OtelStatus, agent: () => Agent | null, warn?: (message: string) => void): PushMetricExporter {
   /** The metric export under way: given up when its time is out, or when the next one comes first. */
   let under: { giveUp(why?: string): void } | null = null
   return {
@@ -58,12 +81,17 @@ function guardedExporter(inner: OTLPMetricExporter, limitMs: number, status: Ote
       // The one before, if still going: its connection is the only one the agent holds.
       under?.giveUp('the next export was due')
       let over = false
-      const finish = (r: { code: number; error?: Error }): void => {
+      const finish = (r: { code: number; error?: Error }, refused?: Refused | null): void => {
         if (over) return
         over = true
         clearTimeout(guard)
         if (under === current) under = null
-        if (r.code === 0) status.metric_exports++
+        if (r.code === 0 && refused) {
+          // Taken in part (OTLP partial success, HTTP 200): the refused points are not at the collector.
+          status.failed_metric_exports++
+          status.last_error = `metric export to ${status.endpoint}: the collector refused ${refused.count} data points${refused.why ? `: ${refused.why}` : ''}`
+          warn?.(`otel: ${status.last_error}`)
+        } else if (r.code === 0) status.metric_exports++
         else {
           status.failed_metric_exports++
           status.last_error = `metric export to ${status.endpoint} failed: ${describeFailure(r.error)}`
@@ -81,7 +109,8 @@ function guardedExporter(inner: OTLPMetricExporter, limitMs: number, status: Ote
       const guard = setTimeout(() => current.giveUp(), limitMs)
       guard.unref()
       try {
-        inner.export(metrics, finish)
+        // What the answer refused is read at once, in its own callback, even for an export given up.
+        inner.export(metrics, (r) => finish(r, inner.takeRefused()))
       } catch (err) {
         finish({ code: 1, error: err as Error })
       }

@@ -25,6 +25,8 @@ export interface OtelOptions {
   agent?: Promise<Agent> | null
   /** The spans' own agent of the same kind (its connections are closed with an export given up); null: a plain keep-alive one. */
   spanAgent?: Promise<Agent> | null
+  /** Where a collector's partial refusal of an export is logged. */
+  warn?: (message: string) => void
 }
 
 /** What `/api/health` shows under `otel`. */

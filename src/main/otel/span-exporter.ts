@@ -2,6 +2,7 @@ import { OTLPExporterBase } from '@opentelemetry/otlp-exporter-base'
 import { type OTLPExporterNodeConfigBase, convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http'
 import { type IExportTraceServiceResponse, type ISerializer, JsonTraceSerializer, TraceExporterMetricsHelper } from '@opentelemetry/otlp-transformer'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace'
+import { type Refused, keepingRefused } from './collector'
 import { GEN_AI } from './semconv'
 
 /** Span attributes that are doubles whatever their value (README: OpenTelemetry export). */
@@ -31,15 +32,20 @@ const serializer: ISerializer<ReadableSpan[], IExportTraceServiceResponse> = {
 
 /** `OTLPTraceExporter` (OTLP/HTTP, JSON) with the cost a double in every span. */
 export class SpanExporter extends OTLPExporterBase<ReadableSpan[]> {
+  /** The spans the collector refused of the export whose callback runs now (a partial success), or null. */
+  readonly takeRefused: () => Refused | null
+
   constructor(config: OTLPExporterNodeConfigBase) {
+    const kept = keepingRefused(serializer, 'rejectedSpans')
     super(
       createOtlpHttpExportDelegate(
         convertLegacyHttpOptions(config, 'TRACES', 'v1/traces', { 'Content-Type': 'application/json' }),
-        serializer,
+        kept.serializer,
         'otlp_http_span_exporter',
         TraceExporterMetricsHelper,
         undefined,
       ),
     )
+    this.takeRefused = kept.take
   }
 }

@@ -3,7 +3,7 @@ import { SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import type { Resource } from '@opentelemetry/resources'
 import { type ReadableSpan, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import type { CallRecord } from '../ledger/record'
-import { describeFailure, directAgent, signalUrl } from './collector'
+import { type Refused, describeFailure, directAgent, signalUrl } from './collector'
 import type { OtelOptions, OtelStatus } from './pipeline'
 import { errorType, spanAttributes, spanName } from './semconv'
 import { SpanExporter } from './span-exporter'
@@ -88,12 +88,19 @@ export class SpanQueue {
     this.collect.spans = []
     this.exporting = true
     let done = false
-    const finish = (ok: boolean, error?: unknown): void => {
+    const finish = (ok: boolean, error?: unknown, refused?: Refused | null): void => {
       if (done) return
       done = true
       clearTimeout(guard)
       this.exporting = false
-      if (ok) this.status.exported_spans += spans.length
+      if (ok && refused) {
+        // Taken in part (OTLP partial success, HTTP 200): the refused spans are not at the collector.
+        const count = Math.min(refused.count, spans.length)
+        this.status.exported_spans += spans.length - count
+        this.status.dropped_spans += count
+        this.status.last_error = `span export to ${this.status.endpoint}: the collector refused ${count} of ${spans.length} spans${refused.why ? `: ${refused.why}` : ''}`
+        this.opts.warn?.(`otel: ${this.status.last_error}`)
+      } else if (ok) this.status.exported_spans += spans.length
       else {
         this.status.dropped_spans += spans.length
         this.status.last_error = `span export to ${this.status.endpoint} failed: ${describeFailure(error)}`
@@ -110,7 +117,8 @@ export class SpanQueue {
     }, limit)
     guard.unref()
     try {
-      this.exporter.export(spans, (r) => finish(r.code === 0, r.error))
+      // What the answer refused is read at once, in its own callback, even for an export given up.
+      this.exporter.export(spans, (r) => finish(r.code === 0, r.error, this.exporter.takeRefused()))
     } catch (err) {
       finish(false, err)
     }
