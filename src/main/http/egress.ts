@@ -25,6 +25,8 @@ export interface Egress {
    * being opened for it, which is closed when it is not open in time.
    */
   nodeAgent(url: string, connectTimeoutMs?: number): Promise<Agent> | null
+  /** Whether a call to `url` goes through a proxy (nodeAgent's agent may be a private CA's alone). */
+  proxied(url: string): boolean
   close(): Promise<void>
 }
 
@@ -32,7 +34,7 @@ export interface Egress {
 const CONNECT_TIMEOUT_MS = 10_000
 
 /** Every call out directly, with the usual certificate authorities. */
-export const DIRECT: Egress = { for: () => undefined, nodeAgent: () => null, close: async () => {} }
+export const DIRECT: Egress = { for: () => undefined, nodeAgent: () => null, proxied: () => false, close: async () => {} }
 
 export function createEgress(o: NetworkOptions): Egress {
   const rule = proxyRule(o)
@@ -72,6 +74,7 @@ export function createEgress(o: NetworkOptions): Egress {
       if (!proxy) return import(new URL(url).protocol === 'https:' ? 'node:https' : 'node:http').then((m) => new m.Agent({ keepAlive: true, ...tls }))
       return import('./tunnel').then(({ egressAgent }) => egressAgent(proxy, url, { ...tls, keepAlive: true, connectTimeoutMs }))
     },
+    proxied: (url) => proxyFor(url) !== null,
     async close() {
       const all = [...made.values()]
       made.clear()

@@ -31,6 +31,8 @@ export const otel: Feature = async (ctx) => {
     agent: ctx.egress.nodeAgent(o.endpoint, o.timeout_ms),
     // The spans' own (of the same kind): an export given up closes its connection, not a metric export's.
     spanAgent: ctx.egress.nodeAgent(o.endpoint, o.timeout_ms),
+    // An agent is made for a private CA alone too (upstream.ca_file): only a proxy's may take twice the timeout.
+    proxied: ctx.egress.proxied(o.endpoint),
     warn: (message) => ctx.log.warn(message),
   })
   const stopCalls = ctx.ledger.onCall(pipeline.observe)

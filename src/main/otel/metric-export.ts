@@ -48,7 +48,7 @@ export function metricProvider(opts: OtelOptions, resource: Resource, status: Ot
   const inner = new MetricExporter({ headers: opts.headers, timeoutMillis: opts.timeoutMs, httpAgentOptions: () => agent, url: signalUrl(opts.endpoint, '/v1/metrics') })
   // The longest an export may take (behind a proxy, opening the tunnel too): the reader stops
   // waiting sooner, at the interval, but an export that ends within this is still delivered.
-  const exporter = guardedExporter(inner, opts.timeoutMs * (opts.agent ? 2 : 1), status, () => made, opts.warn)
+  const exporter = guardedExporter(inner, opts.timeoutMs * (opts.proxied ? 2 : 1), status, () => made, opts.warn)
   return new MeterProvider({
     resource,
     readers: [

@@ -25,6 +25,8 @@ export interface OtelOptions {
   agent?: Promise<Agent> | null
   /** The spans' own agent of the same kind (its connections are closed with an export given up); null: a plain keep-alive one. */
   spanAgent?: Promise<Agent> | null
+  /** The export goes through a proxy: opening the tunnel may take `timeoutMs` before the export's own. */
+  proxied?: boolean
   /** Where a collector's partial refusal of an export is logged. */
   warn?: (message: string) => void
 }

@@ -110,7 +110,7 @@ export class SpanQueue {
     // front of it) that answers a byte at a time holds it for as long as it likes. Past the longest an
     // export may take (behind a proxy, opening the tunnel too), it is given up and its connection
     // closed: else the next export went beside it, one more connection held open each time, without end.
-    const limit = this.opts.timeoutMs * (this.opts.spanAgent ? 2 : 1) + 5000
+    const limit = this.opts.timeoutMs * (this.opts.proxied ? 2 : 1) + 5000
     const guard = setTimeout(() => {
       finish(false, new Error(`no answer within ${Math.round(limit / 1000)} s`))
       void this.agent.then((a) => a.destroy(), () => {})
