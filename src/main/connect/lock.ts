@@ -1,10 +1,21 @@
-import { closeSync, constants, existsSync, fstatSync, linkSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { type LockWay, type TakeOver, createLockFile, dropLeftovers, takeOverLock } from '../fs/lock-file'
 import { otherProcessRuns, processStart } from '../server/data-lock'
 import { ConnectError } from './errors'
 import { makeFolders } from './files'
 
 export const LOCK_FILE = 'agent-connections.lock'
+
+/**
+ * How this lock is made (../fs/lock-file.ts): written first to a file named by this process's pid;
+ * one a full disk cut short is removed (an empty lock would be taken over as a crash's); a file of
+ * this process's that cannot be written refuses the lock with what stopped it.
+ */
+const WAY = (file: string): LockWay => ({ tmp: `${file}.${process.pid}.tmp`, dropCutShort: true, inPlaceIfTmpFails: false })
+
+/** What a Burnrate that crashed making the lock or taking one over left beside it (its file of its own, a lock it moved aside), named by its pid. */
+const LEFTOVER = /^agent-connections\.lock\.(\d+)\.(?:tmp|stale)$/
 
 /**
  * Runs `fn` as the only Burnrate changing the agents' files and records in `dataDir` (the CLI's
@@ -24,7 +35,7 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
   for (let attempt = 0; ; attempt++) {
     try {
       if (opts.create) makeFolders(dataDir)
-      create(file, body)
+      if (!createLockFile(file, body, WAY(file))) throw Object.assign(new Error(`${file} exists`), { code: 'EEXIST' })
     } catch (err) {
       const e = err as NodeJS.ErrnoException
       if (e.code !== 'EEXIST' || attempt >= 3) {
@@ -37,38 +48,29 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
       if (lock === null) continue
       if (holds(lock)) throw conflict(lock.holder!.pid, file)
       // A crash's. Another Burnrate may have found it too, and taken it over since: what is under
-      // the name now may be its lock, not the one read. So it is moved aside (one rename moves it:
-      // no one else can take the same lock), and judged again on what was moved: a crash's is
-      // removed; another's, put back.
-      const aside = `${file}.${process.pid}.stale`
-      try {
-        renameSync(file, aside)
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue
-        throw lockFailed(file, err as NodeJS.ErrnoException)
-      }
-      let moved: Lock | null
-      try {
+      // the name now may be its lock, not the one read. So it is moved aside and judged again on
+      // what was moved (../fs/lock-file.ts takeOverLock): a crash's is removed; another's, put back.
+      let moved: Lock | null = null
+      const isStale = (aside: string): boolean => {
         moved = readLock(aside)
-      } catch (err) {
-        putBack(aside, file)
-        throw err
+        return !(moved && holds(moved))
       }
-      if (moved && holds(moved)) {
-        // Another's, just taken: the next round finds it there.
-        putBack(aside, file)
-        continue
+      let outcome: TakeOver
+      try {
+        outcome = takeOverLock(file, `${file}.${process.pid}.stale`, isStale, WAY(file))
+      } catch (err) {
+        throw err instanceof ConnectError ? err : lockFailed(file, err as NodeJS.ErrnoException)
       }
       // Only the user's own lock (the only kind read) dates what a crash left: one another user
       // planted, dated as they like, would have every backup, or whatever their link under
       // agent-backups/ points to, taken for a crash's leftovers and deleted (./state.ts dropUnnamed).
-      if (moved) crashed = Math.min(crashed ?? Infinity, moved.mtimeMs)
-      rmSync(aside, { force: true })
+      const taken = outcome === 'taken' ? (moved as Lock | null) : null
+      if (taken) crashed = Math.min(crashed ?? Infinity, taken.mtimeMs)
       continue
     }
     break
   }
-  dropLeftovers(dataDir)
+  dropLeftovers(dataDir, LEFTOVER, (pid) => otherProcessRuns(pid, undefined))
   try {
     return fn(crashed)
   } finally {
@@ -87,80 +89,6 @@ const holds = (lock: Lock): boolean => !!lock.holder && otherProcessRuns(lock.ho
 
 function conflict(pid: number, file: string): ConnectError {
   return new ConnectError('conflict', `Another Burnrate (pid ${pid}) is connecting or disconnecting an agent right now; try again in a moment (Burnrate wrote nothing; if no Burnrate runs, delete ${file}).`)
-}
-
-/**
- * Makes the lock whole at once (EEXIST when there is one): written to a file of this process's
- * first, then linked under its name, so another Burnrate never finds it empty, which it would take
- * for a lock cut off by a crash, and take over. Where links cannot be made (some network or FAT
- * folders: EPERM on Linux, ENOTSUP on macOS, EISDIR on Windows, libuv's name for what
- * CreateHardLink gives on FAT32 and exFAT), it is made in place, which says what else stops it.
- */
-function create(file: string, body: string): void {
-  const tmp = `${file}.${process.pid}.tmp`
-  rmSync(tmp, { force: true })
-  write(tmp, body)
-  try {
-    linkSync(tmp, file)
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw err
-    write(file, body)
-  } finally {
-    rmSync(tmp, { force: true })
-  }
-}
-
-/** Writes a new file (never one that is there: EEXIST), private to the user; one a full disk cut short is removed. */
-function write(path: string, body: string): void {
-  const fd = openSync(path, 'wx', 0o600)
-  try {
-    writeSync(fd, body)
-  } catch (err) {
-    // A full disk: an empty lock would be taken over as a crash's.
-    closeSync(fd)
-    rmSync(path, { force: true })
-    throw err
-  }
-  closeSync(fd)
-}
-
-/** What a Burnrate that crashed making a lock or taking one over left beside it (create's file of its own, a lock it moved aside). */
-function dropLeftovers(dataDir: string): void {
-  let names: string[]
-  try {
-    names = readdirSync(dataDir)
-  } catch {
-    return
-  }
-  for (const name of names) {
-    const m = /^agent-connections\.lock\.(\d+)\.(?:tmp|stale)$/.exec(name)
-    if (!m || Number(m[1]) === process.pid || otherProcessRuns(Number(m[1]), undefined)) continue
-    try {
-      rmSync(join(dataDir, name), { force: true })
-    } catch {
-      // Another user's, in a folder they share: left.
-    }
-  }
-}
-
-/**
- * A lock moved aside put back under its name (unless another was made there meanwhile): by a link,
- * or where links cannot be made, as locks are made there (a new file holding what was moved).
- */
-function putBack(aside: string, file: string): void {
-  try {
-    linkSync(aside, file)
-  } catch (err) {
-    // Another made there meanwhile (EEXIST) holds it now; this one's holder finds it not its own.
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-      try {
-        write(file, readFileSync(aside, 'utf8'))
-      } catch {
-        // Made there meanwhile, or the folder cannot be written: the next look finds it held or free.
-      }
-    }
-  }
-  rmSync(aside, { force: true })
 }
 
 function lockFailed(file: string, err: NodeJS.ErrnoException): ConnectError {

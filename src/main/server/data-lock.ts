@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import { closeSync, linkSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
+import { closeSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { type LockWay, createLockFile, takeOverLock } from '../fs/lock-file'
 import { untrustedIfThere } from '../security/owned-file'
 import { diskFullAtStartup } from './disk-full'
 import { StartupError } from './startup-error'
@@ -46,7 +47,7 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
   if (start !== null) body.proc_start = start
   for (let attempt = 0; ; attempt++) {
     try {
-      if (createLock(file, body)) break
+      if (createLockFile(file, `${JSON.stringify(body)}\n`, WAY(file))) break
     } catch (err) {
       throw diskFullAtStartup(err, dataDir) ?? cannotClaim(file, err as NodeJS.ErrnoException)
     }
@@ -93,92 +94,27 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
 }
 
 /**
- * Creates `file` holding `body`, or returns false when it exists. Written whole before it is there
- * (a file of its own, linked to the lock's name): a Burnrate started at the same moment never reads
- * it empty, which it would take for one a crash cut short and take over, both then serving the
- * folder. Where links cannot be made (some network and FAT mounts) it is created and then written,
- * as builds before this one did everywhere.
+ * How server.lock is made (../fs/lock-file.ts): written first to a file of its own, its name drawn
+ * at random; one a full disk cut short in place is left, and start-up stops on the full disk; a
+ * file of its own that cannot be written falls back to making the lock in place (created, then
+ * written, as builds before the link did everywhere), which says what stops it.
  */
-function createLock(file: string, body: LockBody): boolean {
-  const text = `${JSON.stringify(body)}\n`
-  const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`
-  let linked: boolean | null = null
-  let made = false
-  try {
-    const fd = openSync(tmp, 'wx', 0o600)
-    made = true
-    try {
-      writeFileSync(fd, text)
-    } finally {
-      closeSync(fd)
-    }
-    linkSync(tmp, file)
-    linked = true
-  } catch (err) {
-    // Any other failure (no links on this file system) falls back to the way below, which says what stops it.
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST' && made) linked = false
-  } finally {
-    try {
-      if (made) unlinkSync(tmp)
-    } catch {}
-  }
-  if (linked !== null) return linked
-  try {
-    const fd = openSync(file, 'wx', 0o600)
-    try {
-      writeFileSync(fd, text)
-    } finally {
-      closeSync(fd)
-    }
-    return true
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false
-    throw err
-  }
-}
+const WAY = (file: string): LockWay => ({ tmp: `${file}.${randomBytes(6).toString('hex')}.tmp`, dropCutShort: false, inPlaceIfTmpFails: true })
 
 /**
- * Takes over the lock `stale` was read from: moved aside (one step: of two Burnrates taking it over
- * at once, only one moves it), then removed if it is the lock read. If it is not (another Burnrate
- * took the stale one over first and this moved its claim), it is put back, and the next look finds
- * that Burnrate holding the folder: removed, both served it. Put back by a link, or where links
- * cannot be made, as locks are made there (created, then written with what was moved).
+ * Takes over the lock `stale` was read from: moved aside, then removed if it is the lock read. If
+ * it is not (another Burnrate took the stale one over first and this moved its claim), it is put
+ * back, and the next look finds that Burnrate holding the folder: removed, both served it.
  */
 function takeOver(file: string, stale: LockBody | null): void {
-  const aside = `${file}.${randomBytes(6).toString('hex')}.old`
-  try {
-    renameSync(file, aside)
-  } catch {
-    // Gone already (taken over and let go): the next attempt creates it.
-    return
-  }
-  const moved = readLock(aside)
-  const same = moved === null ? stale === null : stale !== null && moved.claim === stale.claim && moved.pid === stale.pid
-  if (!same) {
-    try {
-      linkSync(aside, file)
-    } catch (err) {
-      // Claimed again meanwhile (EEXIST): the next look finds the folder held.
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') putBackInPlace(aside, file)
-    }
+  const isStale = (aside: string): boolean => {
+    const moved = readLock(aside)
+    return moved === null ? stale === null : stale !== null && moved.claim === stale.claim && moved.pid === stale.pid
   }
   try {
-    unlinkSync(aside)
-  } catch {}
-}
-
-/** A lock moved aside put back under its name where no link can be made: a new file (never one made there meanwhile) holding what was moved. */
-function putBackInPlace(aside: string, file: string): void {
-  try {
-    const text = readFileSync(aside)
-    const fd = openSync(file, 'wx', 0o600)
-    try {
-      writeFileSync(fd, text)
-    } finally {
-      closeSync(fd)
-    }
+    takeOverLock(file, `${file}.${randomBytes(6).toString('hex')}.old`, isStale, WAY(file))
   } catch {
-    // Claimed again meanwhile, or the folder cannot be written: the next look finds it held or free.
+    // Gone already (taken over and let go), or it cannot be moved: the next attempt creates it or says why.
   }
 }
 

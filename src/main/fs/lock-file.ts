@@ -1,0 +1,152 @@
+import { closeSync, linkSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+/**
+ * A lock file Burnrates race to make in the data folder: the server's server.lock
+ * (../server/data-lock.ts) and connect's agent-connections.lock (../connect/lock.ts). Made whole
+ * at once, a lock is never seen empty (taken for one a crash cut short, and taken over); one left
+ * by a crash is moved aside and judged again on what was moved, so of two taking it over at once
+ * only one does. What the two callers do differently is said in their LockWay.
+ */
+export interface LockWay {
+  /** The file of this process's the lock is written to before it is linked under its name (removed first if there). */
+  tmp: string
+  /**
+   * A lock made in place, or put back in place, that a full disk cut short is removed (connect:
+   * an empty lock would be taken over as a crash's), rather than left for the next look to take
+   * over (the server: start-up stops on the full disk).
+   */
+  dropCutShort: boolean
+  /**
+   * When the file of this process's cannot be made or written, the lock is made in place, which
+   * says what stops it (the server), rather than failing with what stopped the file (connect).
+   */
+  inPlaceIfTmpFails: boolean
+}
+
+/**
+ * Makes `file` holding `text` (mode 0600), or returns false when there is one. Written to
+ * `way.tmp` first, then linked under its name, so another Burnrate never finds it empty. Where
+ * links cannot be made (some network or FAT folders: EPERM on Linux, ENOTSUP on macOS, EISDIR on
+ * Windows, libuv's name for what CreateHardLink gives on FAT32 and exFAT; any failure of the link
+ * but EEXIST), it is made in place, which says what else stops it.
+ */
+export function createLockFile(file: string, text: string, way: LockWay): boolean {
+  let written = false
+  try {
+    rmSync(way.tmp, { force: true })
+    writeNew(way.tmp, text, true)
+    written = true
+  } catch (err) {
+    if (!way.inPlaceIfTmpFails) throw err
+  }
+  if (written) {
+    try {
+      linkSync(way.tmp, file)
+      return true
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false
+    } finally {
+      removeQuietly(way.tmp)
+    }
+  }
+  try {
+    writeNew(file, text, way.dropCutShort)
+    return true
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false
+    throw err
+  }
+}
+
+/** What taking over a lock found stale did: nothing was there; the stale one was removed; another's was found and put back. */
+export type TakeOver = 'gone' | 'taken' | 'put back'
+
+/**
+ * Takes over the lock at `file`, found stale: moved aside to `aside` (one rename moves it: of two
+ * Burnrates taking it over at once, only one moves it), then judged again on what was moved, for
+ * another Burnrate may have taken the stale one over since. `isStale(aside)` true: it is removed;
+ * false: it is put back (and the next look finds its holder). A judge that throws puts it back too,
+ * and the error goes on. A rename that fails but for ENOENT (gone) throws.
+ */
+export function takeOverLock(file: string, aside: string, isStale: (path: string) => boolean, way: Pick<LockWay, 'dropCutShort'>): TakeOver {
+  try {
+    renameSync(file, aside)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone'
+    throw err
+  }
+  let stale: boolean
+  try {
+    stale = isStale(aside)
+  } catch (err) {
+    putBack(aside, file, way)
+    throw err
+  }
+  if (stale) {
+    removeQuietly(aside)
+    return 'taken'
+  }
+  putBack(aside, file, way)
+  return 'put back'
+}
+
+/**
+ * A lock moved aside put back under its name (unless another was made there meanwhile: that one
+ * holds it now), by a link, or where links cannot be made, as locks are made there (a new file
+ * holding what was moved); then the file moved aside is removed.
+ */
+function putBack(aside: string, file: string, way: Pick<LockWay, 'dropCutShort'>): void {
+  try {
+    linkSync(aside, file)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+      try {
+        writeNew(file, readFileSync(aside), way.dropCutShort)
+      } catch {
+        // Made there meanwhile, or the folder cannot be written: the next look finds it held or free.
+      }
+    }
+  }
+  removeQuietly(aside)
+}
+
+/**
+ * Removes what a Burnrate that crashed making a lock or taking one over left in `dir` (its file
+ * of its own, a lock it moved aside): the names `pattern` matches, the pid that made them its
+ * first group, when that process no longer runs (`runs`). Another user's, in a folder they share, is left.
+ */
+export function dropLeftovers(dir: string, pattern: RegExp, runs: (pid: number) => boolean): void {
+  let names: string[]
+  try {
+    names = readdirSync(dir)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    const m = pattern.exec(name)
+    if (!m || Number(m[1]) === process.pid || runs(Number(m[1]))) continue
+    removeQuietly(join(dir, name))
+  }
+}
+
+/** Writes a new file (never one that is there: EEXIST), private to the user; with `dropCutShort`, one a full disk cut short is removed. */
+function writeNew(path: string, text: string | Buffer, dropCutShort: boolean): void {
+  const fd = openSync(path, 'wx', 0o600)
+  try {
+    writeFileSync(fd, text)
+  } catch (err) {
+    closeSync(fd)
+    if (dropCutShort) rmSync(path, { force: true })
+    throw err
+  }
+  closeSync(fd)
+}
+
+function removeQuietly(path: string): void {
+  try {
+    rmSync(path, { force: true })
+  } catch {
+    // Another user's, in a folder they share, or the folder cannot be written: left.
+  }
+}
