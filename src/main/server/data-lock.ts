@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { closeSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { type LockWay, createLockFile, takeOverLock } from '../fs/lock-file'
+import { type LockWay, createLockFile, dropLeftovers, takeOverLock } from '../fs/lock-file'
 import { untrustedIfThere } from '../security/owned-file'
 import { diskFullAtStartup } from './disk-full'
 import { StartupError } from './startup-error'
@@ -61,6 +61,7 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
     // Stale (its process is gone), unreadable (cut short by a crash) or this process's own: taken over.
     takeOver(file, other)
   }
+  dropLeftovers(dataDir, LEFTOVER, (pid) => otherProcessRuns(pid, undefined))
   const own = (): boolean => readLock(file)?.claim === body.claim
   return {
     listening(url) {
@@ -69,7 +70,7 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
       // Through a new file renamed over it, never opened through what is there: in a data folder
       // other users may write, one could have swapped the lock for a link (to a file of the
       // user's) since the check above, and the write would go to that file.
-      const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`
+      const tmp = beside(file, 'tmp')
       try {
         const fd = openSync(tmp, 'wx', 0o600)
         try {
@@ -99,7 +100,15 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
  * file of its own that cannot be written falls back to making the lock in place (created, then
  * written, as builds before the link did everywhere), which says what stops it.
  */
-const WAY = (file: string): LockWay => ({ tmp: `${file}.${randomBytes(6).toString('hex')}.tmp`, dropCutShort: false, inPlaceIfTmpFails: true })
+const WAY = (file: string): LockWay => ({ tmp: beside(file, 'tmp'), dropCutShort: false, inPlaceIfTmpFails: true })
+
+/**
+ * A file of this process's beside the lock (`tmp`: the lock or its address written first; `old`:
+ * a stale lock moved aside), named by its pid and a random part: what a crash between two steps
+ * leaves there is removed by the next claim once that process is gone (LEFTOVER).
+ */
+const beside = (file: string, kind: 'tmp' | 'old'): string => `${file}.${process.pid}.${randomBytes(6).toString('hex')}.${kind}`
+const LEFTOVER = /^server\.lock\.(\d+)\.[0-9a-f]{12}\.(?:tmp|old)$/
 
 /**
  * Takes over the lock `stale` was read from: moved aside, then removed if it is the lock read. If
@@ -112,7 +121,7 @@ function takeOver(file: string, stale: LockBody | null): void {
     return moved === null ? stale === null : stale !== null && moved.claim === stale.claim && moved.pid === stale.pid
   }
   try {
-    takeOverLock(file, `${file}.${randomBytes(6).toString('hex')}.old`, isStale, WAY(file))
+    takeOverLock(file, beside(file, 'old'), isStale, WAY(file))
   } catch {
     // Gone already (taken over and let go), or it cannot be moved: the next attempt creates it or says why.
   }
