@@ -40,6 +40,8 @@ export interface Stopped {
   proc: ChildProcess
   /** Its exit code, and all it said on stderr (its end read). */
   exited: Promise<{ code: number | null; stderr: string }>
+  /** What it has said on stderr so far. */
+  said: () => string
 }
 
 /**
@@ -58,15 +60,26 @@ export async function connectStopped(child: string, args: string[], children: Ch
     await ended
     return { code, stderr }
   })
-  await vi.waitFor(
+  const stopped: Stopped = { proc, exited, said: () => stderr }
+  if ((await stoppedAgain(stopped, 1)) === 'exited') throw new Error(`exited before stopping: ${stderr}`)
+  return stopped
+}
+
+/**
+ * Waits for a connect-stop-at child let go on (SIGCONT) to stop for the `n`th time (it said
+ * "stopped" `n` times and its state in /proc is T), or to exit: which it did.
+ */
+export async function stoppedAgain(child: Stopped, n: number): Promise<'stopped' | 'exited'> {
+  const { proc } = child
+  return vi.waitFor(
     () => {
-      if (proc.exitCode !== null) throw new Error(`exited before stopping: ${stderr}`)
-      expect(stderr).toContain('stopped')
+      if (proc.exitCode !== null || proc.signalCode !== null) return 'exited' as const
+      expect(child.said().split('stopped\n').length - 1).toBeGreaterThanOrEqual(n)
       expect(readFileSync(`/proc/${proc.pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0]).toBe('T')
+      return 'stopped' as const
     },
     { timeout: 60_000, interval: 20 },
   )
-  return { proc, exited }
 }
 
 /** Kills (SIGKILL) the children still running, and forgets them all. */

@@ -1,6 +1,6 @@
 import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { type LockWay, type TakeOver, createLockFile, dropLeftovers, takeOverLock } from '../fs/lock-file'
+import { type LockWay, type TakeOver, createLockFile, dropLeftovers, stillOwn, takeOverLock } from '../fs/lock-file'
 import { otherProcessRuns, processStart } from '../server/data-lock'
 import { ConnectError } from './errors'
 import { makeFolders } from './files'
@@ -16,6 +16,8 @@ const WAY = (file: string): LockWay => ({ tmp: `${file}.${process.pid}.tmp`, dro
 
 /** What a Burnrate that crashed making the lock or taking one over left beside it (its file of its own, a lock it moved aside), named by its pid. */
 const LEFTOVER = /^agent-connections\.lock\.(\d+)\.(?:tmp|stale)$/
+/** A lock moved aside to be judged (exclusive), named by the pid that moved it. */
+const MOVED_ASIDE = /^agent-connections\.lock\.(\d+)\.stale$/
 
 /**
  * Runs `fn` as the only Burnrate changing the agents' files and records in `dataDir` (the CLI's
@@ -35,7 +37,8 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
   for (let attempt = 0; ; attempt++) {
     try {
       if (opts.create) makeFolders(dataDir)
-      if (!createLockFile(file, body, WAY(file))) throw Object.assign(new Error(`${file} exists`), { code: 'EEXIST' })
+      // Made, but put back over by another that had moved its holder's aside meanwhile: held by that one.
+      if (!createLockFile(file, body, WAY(file)) || !stillOwn(file, MOVED_ASIDE, running, mine)) throw Object.assign(new Error(`${file} exists`), { code: 'EEXIST' })
     } catch (err) {
       const e = err as NodeJS.ErrnoException
       if (e.code !== 'EEXIST' || attempt >= 3) {
@@ -70,19 +73,24 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
     }
     break
   }
-  dropLeftovers(dataDir, LEFTOVER, (pid) => otherProcessRuns(pid, undefined))
+  dropLeftovers(dataDir, LEFTOVER, running)
   try {
     return fn(crashed)
   } finally {
-    let mine = false
+    if (mine()) rmSync(file, { force: true })
+  }
+
+  function mine(): boolean {
     try {
-      mine = readLock(file)?.holder?.pid === process.pid
+      return readLock(file)?.holder?.pid === process.pid
     } catch {
-      // Swapped for another user's file meanwhile: theirs, left.
+      // Swapped for another user's file meanwhile: theirs.
+      return false
     }
-    if (mine) rmSync(file, { force: true })
   }
 }
+
+const running = (pid: number): boolean => otherProcessRuns(pid, undefined)
 
 /** Whether the lock names another process that runs. */
 const holds = (lock: Lock): boolean => !!lock.holder && otherProcessRuns(lock.holder.pid, lock.holder.proc_start)

@@ -1,12 +1,13 @@
 import { closeSync, linkSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 
 /**
  * A lock file Burnrates race to make in the data folder: the server's server.lock
  * (../server/data-lock.ts) and connect's agent-connections.lock (../connect/lock.ts). Made whole
  * at once, a lock is never seen empty (taken for one a crash cut short, and taken over); one left
  * by a crash is moved aside and judged again on what was moved, so of two taking it over at once
- * only one does. What the two callers do differently is said in their LockWay.
+ * only one does; a lock made while another's was moved aside is given up to it once it is put
+ * back (stillOwn). What the two callers do differently is said in their LockWay.
  */
 export interface LockWay {
   /** The file of this process's the lock is written to before it is linked under its name (removed first if there). */
@@ -92,23 +93,60 @@ export function takeOverLock(file: string, aside: string, isStale: (path: string
 }
 
 /**
- * A lock moved aside put back under its name (unless another was made there meanwhile: that one
- * holds it now), by a link, or where links cannot be made, as locks are made there (a new file
- * holding what was moved); then the file moved aside is removed.
+ * A lock moved aside put back under its name, by a link, or where links cannot be made, as locks
+ * are made there (a new file holding what was moved); then the file moved aside is removed. One
+ * made there meanwhile (a third Burnrate finding the name free) is replaced by it: its maker finds
+ * it not its own once this put-back is done (stillOwn), and is refused as the others are, where
+ * it would have gone on beside the lock's holder, and the lock would have been lost to it.
  */
 function putBack(aside: string, file: string, way: Pick<LockWay, 'dropCutShort'>): void {
+  let madeMeanwhile = false
   try {
     linkSync(aside, file)
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+    madeMeanwhile = (err as NodeJS.ErrnoException).code === 'EEXIST'
+    if (!madeMeanwhile) {
       try {
         writeNew(file, readFileSync(aside), way.dropCutShort)
-      } catch {
-        // Made there meanwhile, or the folder cannot be written: the next look finds it held or free.
+      } catch (inPlace) {
+        // Or the folder cannot be written: the next look finds it held or free.
+        madeMeanwhile = (inPlace as NodeJS.ErrnoException).code === 'EEXIST'
       }
     }
   }
+  if (madeMeanwhile) {
+    try {
+      renameSync(aside, file)
+    } catch {
+      // The folder cannot be written: the next look finds it held.
+    }
+  }
   removeQuietly(aside)
+}
+
+/**
+ * Whether the lock this process has just made at `file` is still its own (`isOwn`) once no other
+ * running Burnrate (`runs`) has a lock moved aside beside it (the names `movedAside` matches, the
+ * pid that moved it its first group). One that moved the holder's lock aside to judge it, as this
+ * one found the name free, puts it back over this one's (putBack): this process then holds no lock,
+ * and looks again. A lock moved aside is judged and put back at once: waited for up to 10 s (a
+ * process stopped in between), then the lock is taken as it is.
+ */
+export function stillOwn(file: string, movedAside: RegExp, runs: (pid: number) => boolean, isOwn: () => boolean): boolean {
+  const nap = new Int32Array(new SharedArrayBuffer(4))
+  for (let waited = 0; waited < 1000 && movedAsideByOther(dirname(file), movedAside, runs); waited++) Atomics.wait(nap, 0, 0, 10)
+  return isOwn()
+}
+
+function movedAsideByOther(dir: string, movedAside: RegExp, runs: (pid: number) => boolean): boolean {
+  try {
+    return readdirSync(dir).some((name) => {
+      const m = movedAside.exec(name)
+      return m !== null && Number(m[1]) !== process.pid && runs(Number(m[1]))
+    })
+  } catch {
+    return false
+  }
 }
 
 /**

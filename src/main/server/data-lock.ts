@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { closeSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { type LockWay, createLockFile, dropLeftovers, takeOverLock } from '../fs/lock-file'
+import { type LockWay, createLockFile, dropLeftovers, stillOwn, takeOverLock } from '../fs/lock-file'
 import { untrustedIfThere } from '../security/owned-file'
 import { diskFullAtStartup } from './disk-full'
 import { StartupError } from './startup-error'
@@ -45,9 +45,11 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
   const body: LockBody = { pid: process.pid, url: address, started_at: new Date().toISOString(), claim: `${process.pid}-${Date.now()}-${++claims}` }
   const start = processStart(process.pid)
   if (start !== null) body.proc_start = start
+  const own = (): boolean => readLock(file)?.claim === body.claim
   for (let attempt = 0; ; attempt++) {
     try {
-      if (createLockFile(file, `${JSON.stringify(body)}\n`, WAY(file))) break
+      // Made, but put back over by another that had moved its holder's aside meanwhile: held by that one.
+      if (createLockFile(file, `${JSON.stringify(body)}\n`, WAY(file)) && stillOwn(file, MOVED_ASIDE, running, own)) break
     } catch (err) {
       throw diskFullAtStartup(err, dataDir) ?? cannotClaim(file, err as NodeJS.ErrnoException)
     }
@@ -61,8 +63,7 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
     // Stale (its process is gone), unreadable (cut short by a crash) or this process's own: taken over.
     takeOver(file, other)
   }
-  dropLeftovers(dataDir, LEFTOVER, (pid) => otherProcessRuns(pid, undefined))
-  const own = (): boolean => readLock(file)?.claim === body.claim
+  dropLeftovers(dataDir, LEFTOVER, running)
   return {
     listening(url) {
       if (!own()) return
@@ -109,6 +110,9 @@ const WAY = (file: string): LockWay => ({ tmp: beside(file, 'tmp'), dropCutShort
  */
 const beside = (file: string, kind: 'tmp' | 'old'): string => `${file}.${process.pid}.${randomBytes(6).toString('hex')}.${kind}`
 const LEFTOVER = /^server\.lock\.(\d+)\.[0-9a-f]{12}\.(?:tmp|old)$/
+/** A lock moved aside to be judged (takeOver), named by the pid that moved it. */
+const MOVED_ASIDE = /^server\.lock\.(\d+)\.[0-9a-f]{12}\.old$/
+const running = (pid: number): boolean => otherProcessRuns(pid, undefined)
 
 /**
  * Takes over the lock `stale` was read from: moved aside, then removed if it is the lock read. If
