@@ -54,6 +54,15 @@ export class SharedBudgets {
   private readRows: HistoryRow[] = []
   /** This instance's calls `readRows` does not hold: counted in every reload with them (./own-rows.ts). */
   private readonly unread = new OwnRows()
+  /**
+   * What else the meters counted since the last read, which `readRows` does not hold: other
+   * instances' calls heard on the feed, and the cost moves (re-pricing, a job's result, an imported
+   * call re-classed or superseded) of this instance and the others. A reload with the read's rows
+   * alone (a rule change) dropped them from the meters until the read that follows ended: the
+   * budgets API showed the key's spend without them, and a call that crossed a threshold with them
+   * was counted under it, its crossing then taken as announced by that read.
+   */
+  private readonly since = new OwnRows()
 
   constructor(
     private readonly ctx: ServerContext,
@@ -78,7 +87,8 @@ export class SharedBudgets {
   /** The rows the last read found (the engine's `loadHistory`: it reads synchronously, so they are read ahead). */
   rows(): HistoryRow[] {
     const own = this.unread.list()
-    return own.length === 0 ? this.readRows : [...this.readRows, ...own]
+    const rows = own.length === 0 ? this.readRows : [...this.readRows, ...own]
+    return this.since.empty ? rows : this.since.over(rows)
   }
 
   /** This instance's own call, as the ledger records it or as it is stored another way (a batch's requests, an import): counted again after a read under way that missed it. */
@@ -103,6 +113,7 @@ export class SharedBudgets {
     // And every cost move it makes: a read under way rebuilds the meters from a snapshot that may not hold it.
     engine.onMoved = (changes, xid) => {
       for (const d of this.movedDuring) d.push({ changes, xid })
+      this.moved(changes)
     }
     void firstLoad(this.rules, () => this.closed)
     // The meters again in the new periods when another instance moved the clock.
@@ -158,12 +169,28 @@ export class SharedBudgets {
     if (sessions) for (const r of rows) if (r[7].startsWith('auto-')) sessions.observe(r[5], r[0], r[7], r[11])
     this.engine?.shared.observeStored(rows)
     for (const r of rows) this.ctx.ledger.spend.add(r[0], r[8], r[9])
+    // [.., minute, cost, tokens, last ts, ..]
+    for (const r of rows) {
+      this.since.addRow({ api_key_hash: r[0], key_hint: r[1], provider: r[2], model: r[3], requested: r[4], agent: r[5], tenant: r[6], session: r[7], t: r[8], cost: r[9], last: r[11] })
+    }
   }
 
   /** Other instances' moves of stored calls' costs: the meters and today's spend move by them. */
   private move(moves: readonly CostAdjustment[]): void {
     this.engine?.adjust(moves)
     for (const m of moves) this.ctx.ledger.spend.adjust(m.api_key_hash, m.ts, m.delta)
+    this.moved(moves)
+  }
+
+  /** Cost moves the meters made since the last read (`since`). */
+  private moved(moves: readonly CostAdjustment[]): void {
+    for (const m of moves) {
+      if (m.delta === 0 || !Number.isFinite(m.delta)) continue
+      this.since.addRow({
+        api_key_hash: m.api_key_hash, key_hint: '', provider: m.provider, model: m.model, requested: m.requested_model ?? null, agent: m.agent,
+        tenant: m.tenant, session: m.session, t: m.ts, cost: m.delta, last: m.ts,
+      })
+    }
   }
 
   /** The calls the meters count, with the spend and keys (./shared-history.ts), and the thresholds announced, read now. */
@@ -231,6 +258,8 @@ export class SharedBudgets {
       // This instance's calls the rows miss are counted below (`recount`), and kept for later reloads.
       const missed = during.filter((c) => !(c.call_key && read.has(c.call_key)))
       this.unread.clear()
+      // What the meters counted since the last read is in these rows, or made again below.
+      this.since.clear()
       en.reload()
       // Today's spend and the key registry too (tray, `burnrate_spend_usd`, key listings): every instance's, from the same snapshot.
       // (Kept as the day they were read for: a read that straddled midnight made yesterday's whole spend today's.)
@@ -245,6 +274,7 @@ export class SharedBudgets {
         if (visibleIn(m.xid, snapshot)) continue
         en.adjust(m.changes)
         for (const c of m.changes) ctx.ledger.spend.adjust(c.api_key_hash, c.ts, c.delta)
+        this.moved(m.changes)
       }
       en.metersRead = true
       // Thresholds crossed by spend kept for a period that began before this start, not announced yet (./held-check.ts).
