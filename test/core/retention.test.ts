@@ -73,8 +73,10 @@ function ledgerWith(rows: CallRecord[], dir = mkdtempSync(join(tmpdir(), 'burnra
   return { dir, file, db, ledger }
 }
 
+/** A rollup's rows; a session's but what retention adds to it (how many of its requests it pruned). */
 function snapshot(db: Database.Database, table: string): unknown[] {
-  return db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2, 3, 4`).all()
+  const cols = table === 'dash_session' ? 'tenant, agent, session, first_ts, last_ts, requests, cost_usd' : '*'
+  return db.prepare(`SELECT ${cols} FROM ${table} ORDER BY 1, 2, 3, 4`).all()
 }
 
 describe('ledger.retention_days', () => {
@@ -95,6 +97,8 @@ describe('ledger.retention_days', () => {
     const cutoff = retentionCutoff(40, now)
     const old = db.prepare('SELECT count(*) FROM calls WHERE ts < ?').pluck().get(cutoff) as number
     expect(old).toBe(1500)
+    const named = db.prepare("SELECT tenant, agent, session, count(*) AS n FROM calls WHERE ts < ? AND session <> '' AND superseded_by IS NULL GROUP BY 1, 2, 3").all(cutoff)
+    expect(named.length).toBeGreaterThan(0)
     const before = Object.fromEntries(ROLLUPS.map((t) => [t, snapshot(db, t)]))
     const recent = db.prepare('SELECT * FROM calls WHERE ts >= ? ORDER BY id').all(cutoff)
 
@@ -135,6 +139,8 @@ describe('ledger.retention_days', () => {
     expect(db.prepare('SELECT count(*) FROM calls WHERE ts < ?').pluck().get(cutoff)).toBe(0)
     expect(db.prepare('SELECT * FROM calls WHERE ts >= ? ORDER BY id').all(cutoff)).toEqual(recent)
     for (const t of ROLLUPS) expect(snapshot(db, t), t).toEqual(before[t])
+    // Each session's row counts the requests pruned of it.
+    expect(db.prepare('SELECT tenant, agent, session, pruned_requests AS n FROM dash_session WHERE pruned_requests > 0 ORDER BY 1, 2, 3').all()).toEqual(named)
   })
 
   it('never deletes calls the rollups do not include yet, nor the newest call (ids are never handed out again)', () => {

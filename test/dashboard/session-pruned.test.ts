@@ -3,6 +3,7 @@ import type { IngestCall, SessionRow } from '../../src/shared/api'
 import { getJson, keyHash, makeCall } from './seed'
 import { eventually, postJson } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
+import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import { type TestServer, startTestServer } from '../support/server'
 
 // A listed session's `requests` and `cost_usd` come from its rollup row, which retention keeps,
@@ -88,5 +89,18 @@ describe('a listed session some of whose calls retention pruned, on PostgreSQL',
   const h = usePostgres({ upstream: false })
   it('team server: says how many of its requests were pruned', async () => {
     await scenario(await h.server({ url: h.database(), config: TEAM }))
+  })
+
+  it('a database an earlier build pruned gets its sessions\' pruned requests once, at the upgrade (migration 29)', async () => {
+    const url = h.database()
+    const team = await h.server({ url, config: TEAM })
+    await scenario(team)
+    await team.cleanup()
+    // As an earlier build left it: no count on the session rows (schema version 28).
+    const store = h.store(url)
+    await store.run('ALTER TABLE dash_session DROP COLUMN pruned_requests')
+    await store.run('DELETE FROM burnrate_schema WHERE version >= 29')
+    await migratePostgres(store)
+    expect(await store.all('SELECT session, requests, pruned_requests FROM dash_session')).toEqual([{ session: 's-long', requests: 7, pruned_requests: 5 }])
   })
 })

@@ -1,7 +1,7 @@
 import { LIST_LIMIT_DEFAULT, type SessionRow, type Sessions } from '../../shared/api'
 import { ACTIVE_MS, type DashDeps } from './deps'
 import { andTenant, bytewise } from './sql'
-import { prunedSessions, sessionKey, unpricedSessions } from './unpriced-counts'
+import { sessionKey, unpricedSessions } from './unpriced-counts'
 
 const DAY = 86_400_000
 
@@ -33,8 +33,9 @@ export async function sessions(d: DashDeps, tenant: string | null, now: number, 
     last_ts: number
     requests: number
     cost_usd: number
+    pruned_requests: number
   }>(
-    `SELECT session, agent, tenant, first_ts, last_ts, requests, cost_usd FROM dash_session
+    `SELECT session, agent, tenant, first_ts, last_ts, requests, cost_usd, pruned_requests FROM dash_session
       WHERE last_ts > @since${andTenant(tenant)}${WITH_REQUESTS}
       ORDER BY last_ts DESC, ${bytewise(d.q, 'session')} LIMIT @limit`,
     args,
@@ -42,7 +43,6 @@ export async function sessions(d: DashDeps, tenant: string | null, now: number, 
   // Every call of the sessions listed, from the first call of the oldest.
   const first = rows.reduce((m, r) => Math.min(m, r.first_ts), Number.MAX_SAFE_INTEGER)
   const unpriced = rows.length > 0 ? await unpricedSessions(d.q, first, tenant) : new Map<string, number>()
-  const pruned = await prunedSessions(d.q, rows)
   return {
     sessions: rows.map(
       (r): SessionRow => ({
@@ -54,7 +54,8 @@ export async function sessions(d: DashDeps, tenant: string | null, now: number, 
         requests: r.requests,
         cost_usd: r.cost_usd,
         unpriced_requests: unpriced.get(sessionKey(r)) ?? 0,
-        pruned_requests: pruned.get(sessionKey(r)) ?? 0,
+        // Retention adds them to the session's row as it prunes (../ledger/retention.ts, COUNT_PRUNED).
+        pruned_requests: Number(r.pruned_requests),
         status: now - r.last_ts < ACTIVE_MS ? 'active' : 'idle',
       }),
     ),

@@ -17,7 +17,8 @@ export const UNPRICED = "priced = 0 AND billing <> 'subscription' AND superseded
  * every window they cover lies within what retention keeps (ranges reach 30 days and a month 31,
  * while `ledger.retention_days` is 32 at least). A session listed covers its whole life, which may
  * not (a team server's ingested calls are pruned by age alone; a session resumed after a week idle):
- * its row says how many of its requests were pruned (`prunedSessions`).
+ * its row says how many of its requests were pruned (`dash_session.pruned_requests`, which retention
+ * adds to as it prunes: ../ledger/retention.ts).
  */
 export const UNPRICED_SPEND_INDEX = `CREATE INDEX IF NOT EXISTS calls_unpriced_spend ON calls (ts, tenant) WHERE ${UNPRICED}`
 
@@ -86,38 +87,5 @@ export async function unpricedSessions(q: SqlReader, start: number, tenant: stri
   )
   const out = new Map<string, number>()
   for (const r of rows) out.set(sessionKey(r), Number(r.n))
-  return out
-}
-
-/**
- * Of each listed session's requests, how many retention pruned, keyed by `sessionKey` (none: not
- * in the map). Their price is no longer known (no rollup keeps unpriced counts), so the session's
- * `unpriced_requests` counts only the calls kept. Only a session whose first call is older than
- * the time retention pruned before can have lost calls (a team server's ingested calls are pruned
- * by age alone; a session resumed after a week idle); its kept calls, as its rollup row counts
- * them (not superseded), are counted through the sessions' index and taken from its requests.
- */
-export async function prunedSessions(
-  q: SqlReader, rows: readonly { tenant: string; agent: string; session: string; first_ts: number; requests: number }[],
-): Promise<Map<string, number>> {
-  const out = new Map<string, number>()
-  if (rows.length === 0) return out
-  const before = Number((await q.get<{ t: number }>('SELECT pruned_before AS t FROM retention_state WHERE id = 1'))?.t ?? 0)
-  const old = rows.filter((r) => r.first_ts < before)
-  const names = [...new Set(old.map((r) => r.session))]
-  if (names.length === 0) return out
-  const params: Record<string, string> = {}
-  names.forEach((s, i) => (params[`k${i}`] = s))
-  const kept = new Map<string, number>()
-  for (const r of await q.all<{ tenant: string; agent: string; session: string; n: number }>(
-    `SELECT tenant, agent, session, count(*) AS n FROM calls
-      WHERE session IN (${names.map((_, i) => `@k${i}`).join(', ')}) AND session <> '' AND superseded_by IS NULL
-      GROUP BY tenant, agent, session`,
-    params,
-  )) kept.set(sessionKey(r), Number(r.n))
-  for (const r of old) {
-    const n = r.requests - (kept.get(sessionKey(r)) ?? 0)
-    if (n > 0) out.set(sessionKey(r), n)
-  }
   return out
 }

@@ -81,7 +81,9 @@ function pruneStep(db: Database.Database): Step {
          AND c.id IS NOT (SELECT id FROM calls WHERE revision IS NOT NULL ORDER BY revision DESC, id DESC LIMIT 1)
          AND ${KEEPS_MEMBERS_LAST}
          AND ${KEEPS_LIVE_SESSIONS}
-         AND ${KEEPS_UNSENT})`)
+         AND ${KEEPS_UNSENT})
+    RETURNING ${GONE_COLUMNS}`)
+  const count = db.prepare(COUNT_PRUNED)
   const mark = db.prepare('UPDATE retention_state SET pruned_before = max(pruned_before, ?) WHERE id = 1')
   /** The last old call the last step looked at (null: the next pass starts from the oldest). */
   let cursor: Cursor | null = null
@@ -95,11 +97,14 @@ function pruneStep(db: Database.Database): Step {
     let ended = false
     let scanned = 0
     let deleted = 0
+    const gone = new PrunedRequests()
     while (deleted < limit && scanned < PRUNE_SCAN) {
       const n = Math.min(limit - deleted, PRUNE_SCAN - scanned)
       const rows = window(before, at, n)
       if (rows.length > 0) {
-        deleted += remove.run({ ids: JSON.stringify(rows.map((r) => r.id)), active, team }).changes
+        const removed = remove.all({ ids: JSON.stringify(rows.map((r) => r.id)), active, team }) as Gone[]
+        gone.add(removed)
+        deleted += removed.length
         scanned += rows.length
         at = rows[rows.length - 1]
       }
@@ -112,9 +117,50 @@ function pruneStep(db: Database.Database): Step {
       }
     }
     cursor = at
+    for (const p of gone.sessions()) count.run(p)
     if (deleted > 0) mark.run(before)
     return { deleted, more: at !== null && !ended }
   })
+}
+
+/** What a step returns of each call it deleted: its session row's keys, and whether that row counts it (a request: not superseded). */
+export const GONE_COLUMNS = 'tenant, agent, session, CASE WHEN superseded_by IS NULL THEN 1 ELSE 0 END AS request'
+
+/** A call a step deleted (GONE_COLUMNS). */
+export interface Gone {
+  tenant: string
+  agent: string
+  session: string
+  request: number
+}
+
+/**
+ * Adds a step's pruned requests to their sessions' rows (`pruned_requests`, SQLite migration 35,
+ * PostgreSQL 29), in the step's transaction: the dashboard's sessions list reads how many of a
+ * session's requests were pruned from there, not by counting the calls it kept (a CI bot's one
+ * session of a million kept calls took seconds at every request of the list).
+ */
+export const COUNT_PRUNED =
+  'UPDATE dash_session SET pruned_requests = pruned_requests + @n WHERE tenant = @tenant AND agent = @agent AND session = @session'
+
+/** A step's pruned requests by session (only named sessions have a row; a superseded call is none of its requests). */
+export class PrunedRequests {
+  private readonly by = new Map<string, { tenant: string; agent: string; session: string; n: number }>()
+
+  add(rows: readonly Gone[]): void {
+    for (const r of rows) {
+      if (r.session === '' || Number(r.request) !== 1) continue
+      const k = r.tenant + '\0' + r.agent + '\0' + r.session
+      const s = this.by.get(k)
+      if (s) s.n++
+      else this.by.set(k, { tenant: r.tenant, agent: r.agent, session: r.session, n: 1 })
+    }
+  }
+
+  /** In one order (keys sorted, as the rollups' writers touch rows), so two transactions never wait on each other in a cycle. */
+  sessions(): { tenant: string; agent: string; session: string; n: number }[] {
+    return [...this.by.keys()].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)).map((k) => this.by.get(k)!)
+  }
 }
 
 /**

@@ -156,6 +156,21 @@ export const MIGRATIONS_FROM_19: Migration[] = [
       db.exec('CREATE INDEX IF NOT EXISTS call_notices_reclassed ON call_notices (call_id, seq) WHERE was_provider IS NOT NULL')
     },
   },
+  {
+    version: 35,
+    description: 'how many of a session\'s requests retention pruned, on its rollup row: the dashboard\'s sessions list no longer counts the calls it kept',
+    up: (db) => {
+      if (hasColumn(db, 'dash_session', 'pruned_requests')) return
+      db.exec('ALTER TABLE dash_session ADD COLUMN pruned_requests INTEGER NOT NULL DEFAULT 0')
+      // Pruned before this version: the session's requests but those of its calls kept that the
+      // rollups include (not superseded), as the list counted them, once.
+      db.exec(`UPDATE dash_session SET pruned_requests = max(0, requests - (
+          SELECT count(*) FROM calls c WHERE c.session = dash_session.session AND c.session <> '' AND c.tenant = dash_session.tenant
+             AND c.agent = dash_session.agent AND c.superseded_by IS NULL
+             AND c.id <= (SELECT last_call_id FROM dash_state WHERE id = 1)))
+        WHERE session <> '' AND first_ts < (SELECT pruned_before FROM retention_state WHERE id = 1)`)
+    },
+  },
 ]
 
 /**

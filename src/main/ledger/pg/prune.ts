@@ -1,6 +1,6 @@
 import { SESSION_MEMORY_MS } from '../../budgets/meter'
 import type { SqlStore } from '../../storage/sql'
-import { KEEPS_LIVE_SESSIONS, KEEPS_MEMBERS_LAST, PRUNE_SCAN, type Pruned } from '../retention'
+import { COUNT_PRUNED, GONE_COLUMNS, type Gone, KEEPS_LIVE_SESSIONS, KEEPS_MEMBERS_LAST, PRUNE_SCAN, type Pruned, PrunedRequests } from '../retention'
 
 interface Cursor {
   id: number
@@ -13,7 +13,8 @@ const SAME_TS = 'SELECT id, ts FROM calls WHERE ts = @ts AND id > @id AND ts < @
 const LATER_TS = 'SELECT id, ts FROM calls WHERE ts > @ts AND ts < @before ORDER BY ts, id LIMIT @n'
 const OLDEST = 'SELECT id, ts FROM calls WHERE ts < @before ORDER BY ts, id LIMIT @n'
 const REMOVE = `DELETE FROM calls WHERE id IN (
-  SELECT c.id FROM calls c WHERE c.id = ANY(@ids::bigint[]) AND ${KEEPS_MEMBERS_LAST} AND ${KEEPS_LIVE_SESSIONS})`
+  SELECT c.id FROM calls c WHERE c.id = ANY(@ids::bigint[]) AND ${KEEPS_MEMBERS_LAST} AND ${KEEPS_LIVE_SESSIONS})
+  RETURNING ${GONE_COLUMNS}`
 // The import's claims of the calls deleted (../../import/write-postgres.ts): none names a call still there.
 const UNCLAIM = 'DELETE FROM import_claims k WHERE k.call_id = ANY(@ids::bigint[]) AND NOT EXISTS (SELECT 1 FROM calls c WHERE c.id = k.call_id)'
 
@@ -24,8 +25,9 @@ const UNCLAIM = 'DELETE FROM import_claims k WHERE k.call_id = ANY(@ids::bigint[
  * member's last call) are not read through at every step, and the retention row (which team
  * ingest, imports and batch results take a share lock of) is held for a bounded step. Once a pass
  * reaches `before` the next starts again from the oldest, so a call kept once is deleted at the
- * next pass. The rollups are not touched: every stored call is already in them (written in its
- * batch's transaction), and a call is deleted once whichever instance's step deletes it.
+ * next pass. The rollups keep their totals: every stored call is already in them (written in its
+ * batch's transaction), and a call is deleted once whichever instance's step deletes it; the step
+ * adds the requests it deleted to their sessions' rows (`pruned_requests`, as on SQLite).
  */
 export class PgPruner {
   /** The last old call the last step looked at (null: the next pass starts from the oldest). */
@@ -61,14 +63,16 @@ export class PgPruner {
     let ended = false
     let scanned = 0
     let deleted = 0
+    const gone = new PrunedRequests()
     while (deleted < limit && scanned < PRUNE_SCAN) {
       const n = Math.min(limit - deleted, PRUNE_SCAN - scanned)
       const rows = await window(tx, before, at, n)
       if (rows.length > 0) {
         const ids = rows.map((r) => r.id)
-        const removed = await tx.run(REMOVE, { ids, active })
-        if (removed > 0) await tx.run(UNCLAIM, { ids })
-        deleted += removed
+        const removed = await tx.all<Gone>(REMOVE, { ids, active })
+        if (removed.length > 0) await tx.run(UNCLAIM, { ids })
+        gone.add(removed)
+        deleted += removed.length
         scanned += rows.length
         at = rows[rows.length - 1]
       }
@@ -79,6 +83,8 @@ export class PgPruner {
         wrapped = true
       }
     }
+    // Each session's pruned requests, on its rollup row (../retention.ts, COUNT_PRUNED).
+    for (const p of gone.sessions()) await tx.run(COUNT_PRUNED, p)
     return { deleted, more: at !== null && !ended, cursor: at }
   }
 }

@@ -128,4 +128,16 @@ export const PG_MIGRATIONS_FROM_15: PgMigration[] = [
       $$`,
     ],
   },
+  {
+    version: 29,
+    description: "how many of a session's requests retention pruned, on its rollup row (SQLite version 35): the dashboard's sessions list no longer counts the calls it kept",
+    // Pruned before this version: the session's requests but its calls kept (not superseded), as the list counted them, once.
+    sql: [
+      'ALTER TABLE dash_session ADD COLUMN IF NOT EXISTS pruned_requests BIGINT NOT NULL DEFAULT 0',
+      `UPDATE dash_session s SET pruned_requests = GREATEST(0, s.requests - (
+          SELECT count(*) FROM calls c WHERE c.session = s.session AND c.session <> '' AND c.tenant = s.tenant
+             AND c.agent = s.agent AND c.superseded_by IS NULL))
+        WHERE s.session <> '' AND s.first_ts < (SELECT pruned_before FROM retention_state WHERE id = 1)`,
+    ],
+  },
 ]
