@@ -156,8 +156,8 @@ export interface BuiltServer {
   dispose(): Promise<void>
 }
 
-/** Starts out/main/cli.js with `config` (providers pointed at `upstream`) in a new data dir. */
-export async function startBuiltServer(config: Record<string, any>, upstream: string, dataDir?: string): Promise<BuiltServer> {
+/** Starts out/main/cli.js with `config` (providers pointed at `upstream`) in a new data dir (`nodeArgs`: node's own options, e.g. a smaller heap). */
+export async function startBuiltServer(config: Record<string, any>, upstream: string, dataDir?: string, nodeArgs: string[] = []): Promise<BuiltServer> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first (npm test and npm run soak build it)`)
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'burnrate-load-'))
   const configFile = join(dir, 'config.yaml')
@@ -171,7 +171,7 @@ export async function startBuiltServer(config: Record<string, any>, upstream: st
   )
   const logFile = join(dir, 'server.log')
   const log = createWriteStream(logFile, { flags: 'a' })
-  const child = spawn(process.execPath, ['--expose-gc', '--import', pathToFileURL(PROBE).href, CLI, '--config', configFile, '--data-dir', dir], {
+  const child = spawn(process.execPath, [...nodeArgs, '--expose-gc', '--import', pathToFileURL(PROBE).href, CLI, '--config', configFile, '--data-dir', dir], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   })

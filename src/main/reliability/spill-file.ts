@@ -158,18 +158,39 @@ export function readSpill(file: string): CallRecord[] {
  */
 export function readSpilled(file: string): Spilled {
   const out: Spilled = { rows: [], side: [] }
+  for (const e of spilledEntriesSync(file)) add(out, e)
+  return out
+}
+
+/**
+ * The side rows alone of a spill file (see readSpilled): its calls are read and let go, never
+ * held. A PostgreSQL instance's own file (calls only, however large a long outage made it) is
+ * looked through so at every start on PostgreSQL (../storage/spilled-side.ts); held whole, a file
+ * of a few million calls took more memory than the process has, and the start failed every time.
+ */
+export function readSpilledSide(file: string): SideWrite[] {
+  const side: SideWrite[] = []
+  for (const e of spilledEntriesSync(file)) if ('side' in e) side.push(e.side)
+  return side
+}
+
+/** The calls and side rows of a spill file in turn, read synchronously a chunk at a time (see spilledEntries). */
+function* spilledEntriesSync(file: string): Generator<SpillEntry> {
   const fd = openSync(file, 'r')
   try {
     const lines = new SpillLines()
     const buf = Buffer.allocUnsafe(READ_CHUNK)
     for (let n = readSync(fd, buf, 0, READ_CHUNK, null); n > 0; n = readSync(fd, buf, 0, READ_CHUNK, null)) {
-      for (const line of lines.push(buf.subarray(0, n))) add(out, entry(line))
+      for (const line of lines.push(buf.subarray(0, n))) {
+        const e = entry(line)
+        if (e) yield e
+      }
     }
-    add(out, entry(lines.end()))
+    const last = entry(lines.end())
+    if (last) yield last
   } finally {
     closeSync(fd)
   }
-  return out
 }
 
 /** One line of a spill file: a call, or a side row. */

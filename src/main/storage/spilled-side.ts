@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
 import { sideWriter } from '../ledger/side-writes'
 import type { Logger } from '../log'
-import { readSpilled, rewriteSpill, spillFiles } from '../reliability/spill-file'
+import { readSpilled, readSpilledSide, rewriteSpill, spillFiles } from '../reliability/spill-file'
 import { untrustedIfThere } from '../security/owned-file'
 
 /**
@@ -20,10 +20,11 @@ export function writeSpilledSide(db: Database.Database, dataDir: string, log: Lo
   for (const file of spillFiles(dataDir)) {
     // Not Burnrate's own: the PostgreSQL ledger says so, and reads nothing of it either.
     if (untrustedIfThere(file)) continue
-    let rows
+    // Its side rows alone first: a PostgreSQL instance's own file (calls only) can be far larger
+    // than memory, and is not held whole for nothing here.
     let side
     try {
-      ;({ rows, side } = readSpilled(file))
+      side = readSpilledSide(file)
     } catch {
       continue
     }
@@ -36,7 +37,8 @@ export function writeSpilledSide(db: Database.Database, dataDir: string, log: Lo
       continue
     }
     try {
-      rewriteSpill(file, rows)
+      // (A file with side rows is a SQLite ledger's: its calls are read whole to write them back.)
+      rewriteSpill(file, readSpilled(file).rows)
     } catch {
       // Left whole: written again at the next start, to the same effect.
     }
