@@ -308,3 +308,32 @@ describe('a copy kept before an upgrade with the price of a model a download add
     expect(await recorded(t, call(t, 'claude-added-9'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.75, 9) })
   })
 })
+
+describe('a model a download renamed (its new entry taking the old name), which a later download lists under neither name', () => {
+  it('keeps the price in use, the new entry\'s, not the bundled one under the old name', async () => {
+    await asAtStart()
+    const warnings: string[] = []
+    // The first download renames claude-sonnet-5 (its new entry at $1 and $5 per million takes the old name).
+    served = withAnthropic((models) =>
+      models.map((m) => (m.id === 'claude-sonnet-5' ? { ...m, id: 'claude-sonnet-5-0', match: { or: [{ equals: 'claude-sonnet-5' }, { starts_with: 'claude-sonnet-5-0' }] }, prices: { input_mtok: 1, output_mtok: 5 } } : m)),
+    )
+    let t = await serverBehindMirror(warnings)
+    const updater = t.server.context.prices!.updater
+    expect(await updater.update()).toBe(true)
+    // 100k input and 10k output tokens at the new entry's $1 and $5 per million.
+    expect(await recorded(t, call(t, 'claude-sonnet-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.15, 9) })
+    // A day later the mirror gone back behind the bundled data: neither name listed.
+    served = behind
+    servedAt = 'Sun, 02 Aug 2026 00:00:00 GMT'
+    expect(await updater.update()).toBe(true)
+    // The bundled entry's $2 and $10 per million ($0.30) came back before: the price in use, $0.15, is kept.
+    expect(await recorded(t, call(t, 'claude-sonnet-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.15, 9) })
+    expect(await recorded(t, call(t, 'claude-opus-5-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.6, 9) })
+    expect(warnings).toEqual(['claude-opus-5-5', 'claude-sonnet-5-0'].map((m) => expect.stringContaining(`the new data has no entry for anthropic ${m},`)))
+    // The next start, from the kept copy: the same.
+    await asAtStart()
+    t = await t.restart()
+    cleanups.push(() => t.cleanup())
+    expect(await recorded(t, call(t, 'claude-sonnet-5'))).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.15, 9) })
+  })
+})

@@ -31,3 +31,24 @@ describe('keeping the prices a download lacks', () => {
     expect(turns).toBeGreaterThan(0)
   })
 })
+
+describe('keeping the entry a download renamed a model to', () => {
+  it('keeps the entries in the order the data in use lists them: a name two of them take is priced as it was', async () => {
+    const bundled = JSON.parse(JSON.stringify(await waitForUpdate())) as Provider[]
+    const lib = await loadPriceLibrary()
+    const ids = bundled.find((p) => p.id === 'anthropic')!.models.map((m) => m.id)
+    // A model the bundled data lists after claude-sonnet-5, priced in use by its own entry, listed before the renamed one.
+    const other = ids[ids.indexOf('claude-sonnet-5') + 1]!
+    const renamed = { id: 'claude-sonnet-5-0', match: { or: [{ equals: 'claude-sonnet-5' }, { equals: other }] }, prices: { input_mtok: 1, output_mtok: 5 } }
+    const anthropic = (data: Provider[], change: (models: any[]) => any[]): Provider[] => data.map((p) => (p.id === 'anthropic' ? { ...p, models: change(p.models) } : p))
+    const inUse = anthropic(bundled, (models) => [...models.filter((m) => m.id !== 'claude-sonnet-5'), renamed])
+    const next = anthropic(bundled, (models) => models.filter((m) => m.id !== 'claude-sonnet-5' && m.id !== other))
+    const price = (data: Provider[], model: string): number | undefined =>
+      lib.calcPrice({ input_tokens: 1_000_000, output_tokens: 0 }, model, { provider: data.find((p) => p.id === 'anthropic')! })?.total_price
+    const known = await keepKnown(lib, next, inUse, bundled)
+    expect(known.kept).toEqual([`anthropic ${other}`, 'anthropic claude-sonnet-5-0'])
+    // The price each had in use: the renamed entry's $1 for claude-sonnet-5 (the bundled $2 before), its own for the other.
+    expect(price(known.data, 'claude-sonnet-5')).toBe(1)
+    expect(price(known.data, other)).toBe(price(inUse, other))
+  })
+})

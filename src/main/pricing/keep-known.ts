@@ -13,8 +13,11 @@ import type { PriceLibrary } from './library'
  * upstream). Each model the bundled data or the data in use prices whose name no
  * entry of `next` takes (in the provider's list or a fallback provider's: a model renamed upstream,
  * its old name in the new entry's `match`, is priced by `next`) keeps its entry in the data in
- * use (the bundled one where that lacks it), appended after `next`'s own models.
+ * use (the one that takes its name there: a download's renamed entry; the bundled one where the
+ * data in use prices it not at all), appended after `next`'s own models.
  */
+type Model = Provider['models'][number]
+
 export interface KeptKnown {
   /** `next` with the kept entries appended to their providers' lists. */
   data: Provider[]
@@ -39,9 +42,11 @@ export async function keepKnown(lib: PriceLibrary, next: Provider[], inUse: Prov
     const known = [...fromBundle, ...inUseModels.filter((m) => usablePrices(m.prices) && !bundledIds.has(m.id))]
     const listed = new Set(p.models.map((m) => m.id))
     const current = new Map(inUseModels.map((m) => [m.id, m]))
+    const inUseProvider = inUse.find((c) => c.id === p.id)
     // Where the library looks a name up in `next`: the provider's own list, then each of its fallbacks'.
     const lists = [p, ...(p.fallback_model_providers ?? []).map((f) => next.find((q) => q.id === f)).filter((q) => q !== undefined)]
     const added: Provider['models'] = []
+    const addedIds = new Set<string>()
     for (const m of known) {
       if (listed.has(m.id)) continue
       if (performance.now() - sliceStart > SLICE_MS) {
@@ -49,9 +54,14 @@ export async function keepKnown(lib: PriceLibrary, next: Provider[], inUse: Prov
         sliceStart = performance.now()
       }
       if (lists.some((list) => takes(lib, list, m.id))) continue
-      const now = current.get(m.id)
-      added.push(now && usablePrices(now.prices) ? now : m)
+      const entry = inUseEntry(lib, m, current, inUseProvider, listed)
+      if (addedIds.has(entry.id)) continue
+      addedIds.add(entry.id)
+      added.push(entry)
     }
+    // In the order the data in use lists them (a name two of them take is priced as it was), those it lacks after.
+    const rank = new Map(inUseModels.map((m, i) => [m, i]))
+    added.sort((a, b) => (rank.get(a) ?? inUseModels.length) - (rank.get(b) ?? inUseModels.length))
     if (added.length === 0) {
       data.push(p)
       continue
@@ -63,6 +73,19 @@ export async function keepKnown(lib: PriceLibrary, next: Provider[], inUse: Prov
     data.push({ ...p, models: [...p.models, ...added] })
   }
   return { data, kept, notBundled }
+}
+
+/**
+ * The entry that prices `m`'s name in the data in use: its own, or, where the data in use lists it
+ * under another id (a download renamed it: its new entry takes the old name), that entry, unless
+ * `next` lists that id itself; else `m` (the bundled entry).
+ */
+function inUseEntry(lib: PriceLibrary, m: Model, current: Map<string, Model>, inUse: Provider | undefined, listed: Set<string>): Model {
+  const now = current.get(m.id)
+  if (now) return usablePrices(now.prices) ? now : m
+  const by = inUse ? takenBy(lib, inUse, m.id) : null
+  const other = by === null || listed.has(by) ? undefined : current.get(by)
+  return other && usablePrices(other.prices) ? other : m
 }
 
 /** Whether an entry of `provider`'s own list takes the name `id`. */
