@@ -24,7 +24,8 @@ describe('a prices.json in the data folder that is JSON but no object', () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  for (const text of ['null', '7', '"prices"', '{"providers": null}']) {
+  // With entries it names as kept (`kept`), its providers were read before they were checked: the same 500 for every call.
+  for (const text of ['null', '7', '"prices"', '{"providers": null}', '{"kept": ["openai gpt-4o"], "providers": null}', '{"kept": ["openai gpt-4o"], "providers": [null]}', '{"kept": ["openai gpt-4o"], "providers": [{"id": "openai"}]}']) {
     it(`(${text}) leaves the bundled data pricing calls`, async () => {
       dir = mkdtempSync(join(tmpdir(), 'burnrate-test-'))
       writeFileSync(join(dir, PRICES_FILE), text, { mode: 0o600 })

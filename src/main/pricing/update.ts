@@ -171,8 +171,11 @@ export class PriceUpdater {
     const bundledNames = new Set(this.bundledProviders.flatMap((p) => p.models.map((m) => `${p.id} ${m.id}`)))
     const addedEarlier = Array.isArray(cached.kept_added) ? cached.kept_added.filter((k) => listed.includes(k)) : []
     const before = keptHere ? listed : addedEarlier.filter((k) => !bundledNames.has(k))
-    const own = keptHere ? cached.providers : withoutKept(cached.providers, listed.filter((k) => !before.includes(k)))
-    const older = refuseReason(lib, own, inUse, !sameBundle) ?? (unchecked ? (await unchargedReason(lib, own, inUse)).refused : null)
+    // Its entries are taken out only from a list of providers with models (a file written by hand or
+    // another tool may hold anything): reading one that is not threw, the prices were never ready, and every call was refused.
+    const shape = keptHere ? null : refuseReason(lib, cached.providers, [])
+    const own = keptHere || shape ? cached.providers : withoutKept(cached.providers, listed.filter((k) => !before.includes(k)))
+    const older = shape ?? refuseReason(lib, own, inUse, !sameBundle) ?? (unchecked ? (await unchargedReason(lib, own, inUse)).refused : null)
     if (older) {
       this.opts.log?.info(`prices: not using ${this.file} (${older}); keeping the bundled data`)
       return false
