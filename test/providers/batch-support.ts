@@ -1,5 +1,11 @@
 import { calcPrice } from '@pydantic/genai-prices'
+import { expect } from 'vitest'
+import { hashKey } from '../../src/main/proxy/attribution'
 import { fixtureJson } from '../support/fixtures'
+import { eventually, request } from '../support/http'
+import type { MockUpstream } from '../support/mock-upstream'
+import type { TestServer } from '../support/server'
+import { rows } from './ledger'
 
 // An OpenAI Batch API output file built from recorded answers (test/fixtures), as
 // `GET /v1/files/{output_file_id}/content` returns it, and the calls it must be recorded as.
@@ -32,6 +38,38 @@ export const OUTPUT = Buffer.from(
     line('batch_req_aaa005', 'task-5', response),
   ].join('\n') + '\n',
 )
+
+/** The key of storedAfter's reads: matched by no test's budget rule, its rows left out by `notMarks`. */
+export const MARK_KEY = 'sk-mark-batch-aaaaaaaaaaaa'
+let marks = 0
+
+/**
+ * Reads an OpenAI results file of its own (one request, under an answer id of its own) through
+ * `t`, `upstream` serving it, and waits for its request to be stored (`stored`: found by that id;
+ * in `t`'s SQLite file unless told): the recorder stores what reads hand it in turn
+ * (src/main/batch/record.ts), so whatever a read before it stores (a read again recording nothing)
+ * is stored by then.
+ */
+export async function storedAfter(
+  t: { url: string; dbFile: string },
+  upstream: MockUpstream,
+  stored: (responseId: string) => boolean | Promise<boolean> = (id) => rows(t as TestServer).some((r) => r.response_id === id),
+): Promise<void> {
+  const n = ++marks
+  const path = `/v1/files/file-mark${n}/content`
+  const was = upstream.responder()
+  const output = Buffer.from(line(`batch_req_mark${n}`, 'mark', { ...chat, id: `chatcmpl-mark-${n}` }) + '\n')
+  upstream.setResponder((req) => (req.url === path ? { headers: { 'content-type': 'application/octet-stream' }, body: output } : was(req)))
+  try {
+    expect((await request(`${t.url}${path}`, { headers: { authorization: `Bearer ${MARK_KEY}` } })).status).toBe(200)
+  } finally {
+    upstream.setResponder(was)
+  }
+  await eventually(async () => ((await stored(`chatcmpl-mark-${n}`)) ? true : undefined))
+}
+
+/** The rows other than storedAfter's reads and their requests. */
+export const notMarks = (all: any[]) => all.filter((r) => r.api_key_hash !== hashKey(MARK_KEY))
 
 /** A batch's input file: requests, no answers. */
 export const INPUT = Buffer.from(

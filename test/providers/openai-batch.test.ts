@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ledgerSpend } from '../../src/main/desktop-logic/spend-source'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG, admin } from '../admin/support'
-import { EXPECTED, INPUT, OUTPUT, RAN, batchCost, chat, reasoning, response } from './batch-support'
+import { EXPECTED, INPUT, OUTPUT, RAN, batchCost, chat, notMarks, reasoning, response, storedAfter as storedAfterIn } from './batch-support'
 import { eventually, request } from '../support/http'
 import { type MockUpstream, type Reply, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
@@ -39,7 +39,10 @@ describe('OpenAI Batch API: the requests in a batch output file are metered, onc
 
   const content = (file: string) =>
     request(`${t.url}/v1/files/${file}/content`, { headers: { authorization: `Bearer ${KEY}`, 'user-agent': 'OpenAI/Python 1.99.0' } })
-  const batchRows = () => rows(t).filter((r) => r.endpoint.startsWith('batch.'))
+  /** The calls recorded, storedAfter's reads and their requests left out. */
+  const mine = () => notMarks(rows(t))
+  const batchRows = () => mine().filter((r) => r.endpoint.startsWith('batch.'))
+  const storedAfter = () => storedAfterIn(t, upstream)
   const spentToday = async () => {
     const body = (await request(`${t.url}/api/dashboard/budgets`)).json()
     return (body.rules.find((r: any) => r.api_key_hash === hashKey(KEY))?.windows[0]?.spent_usd as number | undefined) ?? 0
@@ -72,9 +75,8 @@ describe('OpenAI Batch API: the requests in a batch output file are metered, onc
     send = () => ({ headers: { 'content-type': 'application/octet-stream' }, chunks: cut(OUTPUT, 7), encoding: 'gzip' })
     const r = await content('file-output01')
     expect(r.status).toBe(200)
-    await eventually(() => rows(t).filter((c) => c.endpoint === 'files.content').length === 2)
-    // Time for the batch's requests to be stored, were they to be stored again.
-    await new Promise((res) => setTimeout(res, 300))
+    await eventually(() => mine().filter((c) => c.endpoint === 'files.content').length === 2)
+    await storedAfter()
     expect(batchRows()).toHaveLength(3)
     expect(await spentToday()).toBe(before)
   })
@@ -95,13 +97,13 @@ describe('OpenAI Batch API: the requests in a batch output file are metered, onc
       req.on('error', (e) => (req.destroyed ? resolve() : reject(e)))
     })
     await eventually(() => batchRows().some((c) => c.response_id === 'chatcmpl-other1'))
-    await new Promise((res) => setTimeout(res, 300))
+    await storedAfter()
     expect(batchRows().filter((c) => c.response_id.includes('other'))).toHaveLength(1)
 
     send = () => ({ headers: { 'content-type': 'application/octet-stream' }, body })
     expect((await content('file-output02')).status).toBe(200)
     await eventually(() => batchRows().length === 6)
-    await new Promise((res) => setTimeout(res, 300))
+    await storedAfter()
     const ids = batchRows().map((c) => c.response_id)
     expect(ids).toHaveLength(6)
     expect(new Set(ids).size).toBe(6)
@@ -175,12 +177,12 @@ describe('OpenAI Batch API: the requests in a batch output file are metered, onc
   })
 
   it('any other file (a batch input file) records no call but its read', async () => {
-    const before = rows(t).length
+    const before = mine().length
     const r = await content('file-input01')
     expect(r.body.equals(INPUT)).toBe(true)
-    const after = (await eventually(() => (rows(t).length > before ? rows(t) : undefined)))!
-    await new Promise((res) => setTimeout(res, 300))
-    expect(rows(t)).toHaveLength(before + 1)
+    const after = (await eventually(() => (mine().length > before ? mine() : undefined)))!
+    await storedAfter()
+    expect(mine()).toHaveLength(before + 1)
     expect(after[after.length - 1]).toMatchObject({ endpoint: 'files.content', cost_usd: 0 })
   })
 })

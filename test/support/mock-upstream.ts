@@ -45,6 +45,8 @@ export interface MockUpstream {
    */
   endings: ('sent' | 'gone' | 'reset')[]
   setResponder(r: Responder): void
+  /** The responder answering now (setResponder's last, or the one it started with). */
+  responder(): Responder
   close(): Promise<void>
 }
 
@@ -100,6 +102,7 @@ export async function startMockUpstream(responder: Responder = () => ({ status: 
     setResponder: (r) => {
       respond = r
     },
+    responder: () => respond,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections()
