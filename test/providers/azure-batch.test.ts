@@ -1,7 +1,7 @@
 import { calcPrice } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
-import { RAN, chat, reasoning, response } from './batch-support'
+import { RAN, chat, notMarks, reasoning, response, storedAfter } from './batch-support'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
@@ -74,7 +74,7 @@ describe('Azure OpenAI Batch API: the requests in an output file are metered, on
     await upstream?.close()
   })
 
-  const batchRows = () => rows(t).filter((r) => r.endpoint.startsWith('batch.'))
+  const batchRows = () => notMarks(rows(t)).filter((r) => r.endpoint.startsWith('batch.'))
 
   it('each request that succeeded is a call priced at half the model\'s Azure price; the file passes unchanged and its read costs nothing', async () => {
     const r = await request(`${t.url}/azure/openai/v1/files/file-out-1/content`, { headers: HEADERS })
@@ -99,8 +99,7 @@ describe('Azure OpenAI Batch API: the requests in an output file are metered, on
     expect(r.status).toBe(200)
     expect(upstream.requests.at(-1)!.url).toBe('/openai/files/file-out-1/content?api-version=2025-04-01-preview')
     await eventually(() => rows(t).filter((c) => c.endpoint === 'files.content').length === 2)
-    // Time for the batch's requests to be stored, were they to be stored again.
-    await new Promise((res) => setTimeout(res, 300))
+    await storedAfter(t, upstream)
     expect(batchRows()).toHaveLength(3)
   })
 
