@@ -2,7 +2,7 @@ import { calcPrice } from '@pydantic/genai-prices'
 import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG, admin } from '../admin/support'
-import { RAN } from './batch-support'
+import { RAN, notMarks, storedAfter } from './batch-support'
 import { eventually, postJson, request } from '../support/http'
 import { fixture } from '../support/fixtures'
 import type { MockUpstream } from '../support/mock-upstream'
@@ -173,8 +173,7 @@ describe('Batch API output files of the OpenAI-compatible providers', () => {
       expect((await request(`${s.t.url}${path}`, { headers: { authorization: 'Bearer again-0001' } })).status).toBe(200)
     }
     await eventually(() => rows(s.t).filter((c) => c.endpoint === 'files.content').length === reads + 3)
-    // Time for the requests to be stored, were they to be stored again.
-    await new Promise((res) => setTimeout(res, 300))
-    expect(rows(s.t).filter((c) => c.endpoint.startsWith('batch.'))).toHaveLength(before)
+    await storedAfter(s.t, s.upstream)
+    expect(notMarks(rows(s.t)).filter((c) => c.endpoint.startsWith('batch.'))).toHaveLength(before)
   })
 })
