@@ -6,6 +6,7 @@ import { fixtureJson } from '../support/fixtures'
 import { eventually, request } from '../support/http'
 import { type MockUpstream, type Reply, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { storedAfter } from './batch-support'
 import { rows } from './ledger'
 
 // Anthropic's Message Batches, through the real Anthropic SDK: `messages.batches.results(id)`
@@ -123,7 +124,7 @@ describe('Anthropic Message Batches: results read through Burnrate, each request
     for await (const r of await client.messages.batches.results(BATCH)) seen.push(r.custom_id)
     expect(seen).toEqual(['q-1', 'q-2', 'q-3', 'q-4'])
     await eventually(() => rows(t).filter((r) => r.endpoint === 'messages.batches.results').length === 2)
-    await new Promise((r) => setTimeout(r, 300))
+    await storedAfter(t, upstream)
     expect(batchRows()).toHaveLength(2)
   })
 
