@@ -5,6 +5,7 @@ import { fixtureJson } from '../support/fixtures'
 import { eventually, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { storedAfter } from './batch-support'
 import { rows } from './ledger'
 
 // The Gemini Batch API: a batch built from inline requests carries its results in the answer to
@@ -90,7 +91,7 @@ describe('Gemini Batch API: inline results recorded once, at batch prices', () =
     for (const c of calls) expect(c).toMatchObject({ provider: 'gemini', api_key_hash: hashKey(KEY), status: 200, priced: 1, source: 'proxy', ts: Date.parse(END_TIME) })
     for (let i = 0; i < 2; i++) expect((await poll()).status).toBe(200)
     await eventually(() => rows(t).filter((c) => c.endpoint === 'batches.get').length === 4)
-    await new Promise((res) => setTimeout(res, 300))
+    await storedAfter(t, upstream)
     expect(batchRows()).toHaveLength(2)
   })
 
@@ -109,7 +110,7 @@ describe('Gemini Batch API: inline results recorded once, at batch prices', () =
     // The same file again, through the /gemini mount and the API's own path: nothing more.
     expect((await read('/gemini/v1beta/files/batch-out-1:download?alt=media')).body.equals(FILE)).toBe(true)
     await eventually(() => rows(t).filter((c) => c.endpoint === 'files.download').length === 2)
-    await new Promise((res) => setTimeout(res, 300))
+    await storedAfter(t, upstream)
     expect(fileRows()).toHaveLength(2)
   })
 })
