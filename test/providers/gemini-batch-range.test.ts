@@ -3,6 +3,7 @@ import { fixtureJson } from '../support/fixtures'
 import { eventually, request } from '../support/http'
 import { type MockUpstream, type Reply, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { storedAfter } from './batch-support'
 import { rows } from './ledger'
 
 // A Gemini batch's results file whose lines carry no `key` is keyed by each line's place. A client
@@ -50,7 +51,7 @@ describe('Gemini batch results file read in a range, then whole', () => {
     await eventually(() => rows(t).filter((c) => c.endpoint === 'files.download').length === 2)
     const batch = () => rows(t).filter((c) => c.endpoint === 'batch.generateContent')
     await eventually(() => batch().length >= 2)
-    await new Promise((res) => setTimeout(res, 300))
+    await storedAfter(t, upstream)
     expect(batch().map((c) => c.response_id).sort()).toEqual(['r1', 'r2', 'r3'])
   })
 })
