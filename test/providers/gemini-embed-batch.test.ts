@@ -2,6 +2,7 @@ import { calcPrice } from '@pydantic/genai-prices'
 import { describe, expect, it } from 'vitest'
 import { eventually, request } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
+import { notMarks, storedAfter } from './batch-support'
 import { answer, rows } from './ledger'
 
 // The Gemini Batch API's embedding batches (`models/{model}:asyncBatchEmbedContent`, at half the
@@ -58,8 +59,8 @@ describe('Gemini Batch API: an embedding batch', () => {
     ])
     expect(got[0].cost_usd).toBeCloseTo(1200 * 0.075e-6, 15)
     await eventually(() => rows(s.t).filter((c) => c.endpoint === 'batches.get').length === 2)
-    await new Promise((res) => setTimeout(res, 300))
-    expect(rows(s.t).filter((c) => c.endpoint.startsWith('batch.'))).toHaveLength(2)
+    await storedAfter(s.t, s.upstream)
+    expect(notMarks(rows(s.t)).filter((c) => c.endpoint.startsWith('batch.'))).toHaveLength(2)
   })
 
   it('an answer too large to hold whole (thousands of vectors) records each result all the same', { timeout: 180_000 }, async () => {
