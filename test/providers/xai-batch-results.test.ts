@@ -1,6 +1,6 @@
 import { calcPrice } from '@pydantic/genai-prices'
 import { describe, expect, it } from 'vitest'
-import { RAN } from './batch-support'
+import { RAN, notMarks, storedAfter } from './batch-support'
 import { eventually, request } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
 import { answer, rows } from './ledger'
@@ -87,8 +87,8 @@ describe("xAI Batch API: each request of a batch's results is a call of its own"
     answer(s.upstream, PAGE)
     expect((await request(`${s.t.url}/xai/v1/batches/${BATCH}/results`, { headers: H })).status).toBe(200)
     await eventually(() => rows(s.t).filter((c) => c.endpoint === 'batches.results').length === 2)
-    await new Promise((res) => setTimeout(res, 300))
-    expect(rows(s.t).filter((c) => c.endpoint.startsWith('batch.'))).toHaveLength(3)
+    await storedAfter(s.t, s.upstream)
+    expect(notMarks(rows(s.t)).filter((c) => c.endpoint.startsWith('batch.'))).toHaveLength(3)
   })
 
   it('a page too large to hold whole (images as base64) records its requests all the same', { timeout: 60_000 }, async () => {
@@ -107,7 +107,7 @@ describe("xAI Batch API: each request of a batch's results is a call of its own"
     answer(s.upstream, page)
     expect((await request(`${s.t.url}/xai/v1/batches/batch_big/results`, { headers: H })).status).toBe(200)
     const got = (await eventually(() => {
-      const b = rows(s.t).filter((c) => c.endpoint.startsWith('batch.'))
+      const b = notMarks(rows(s.t)).filter((c) => c.endpoint.startsWith('batch.'))
       return b.length === 5 ? b.slice(3) : undefined
     }))!
     expect(got.map((c) => [c.endpoint, c.input_tokens, c.output_tokens, c.cost_usd])).toEqual([
