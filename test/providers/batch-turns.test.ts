@@ -2,7 +2,7 @@ import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG } from '../admin/support'
-import { RAN, batchCost, chat, line } from './batch-support'
+import { RAN, batchCost, chat, line, storedAfter } from './batch-support'
 import { eventually, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
@@ -35,7 +35,7 @@ describe('a results file of thousands of requests', () => {
 
   it('is stored a slice at a time, the event loop turning between slices; each request once, counted once', async () => {
     const db = new Database(t.dbFile, { readonly: true })
-    const count = db.prepare("SELECT count(*) FROM calls WHERE endpoint LIKE 'batch.%'").pluck()
+    const count = db.prepare("SELECT count(*) FROM calls WHERE endpoint LIKE 'batch.%' AND response_id NOT LIKE 'chatcmpl-mark-%'").pluck()
     // Every turn of the event loop (the check phase, where I/O callbacks have run), how many are stored.
     const seen = new Set<number>()
     let polling = true
@@ -66,7 +66,7 @@ describe('a results file of thousands of requests', () => {
     await eventually(async () => (Math.abs(((await spent()) ?? 0) - sum) < 1e-9 ? true : undefined))
     // Read again: nothing more.
     await request(`${t.url}/v1/files/file-turns/content`, { headers: { authorization: `Bearer ${KEY}` } })
-    await new Promise((r) => setTimeout(r, 300))
+    await storedAfter(t, upstream)
     expect(count.get()).toBe(N)
     expect(Math.abs(((await spent()) ?? 0) - sum)).toBeLessThan(1e-9)
     db.close()
