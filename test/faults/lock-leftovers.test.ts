@@ -1,11 +1,12 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { startTestServer } from '../support/server'
 import { CLI, ROOT } from '../load/harness'
+import { eventually } from '../support/http'
 
 /**
  * A server killed between two steps of its claim of the data folder (./lock-kill-preload.mjs)
@@ -55,6 +56,37 @@ describe('files a server killed in its claim left beside server.lock', () => {
     const live = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' })
     children.push(live)
     const running = `server.lock.${live.pid}.0123456789ab.tmp`
+    writeFileSync(join(dir, running), '', { mode: 0o600 })
+
+    const t = await startTestServer({}, undefined, dir)
+    try {
+      expect(beside()).toEqual([running])
+    } finally {
+      await t.stop()
+    }
+  })
+
+  it('are removed when their pid was given to another process since (a crash long ago), and never waited for', async () => {
+    writeFileSync(join(dir, 'server.lock'), JSON.stringify({ pid: deadPid(), url: 'http://127.0.0.1:8787', started_at: new Date().toISOString(), claim: 'gone' }), { mode: 0o600 })
+    writeFileSync(join(dir, 'cfg.yaml'), 'server:\n  port: 0\n')
+    const killed = spawnSync(process.execPath, ['--import', KILL, CLI, '--config', join(dir, 'cfg.yaml'), '--data-dir', dir, '--port', '0'], {
+      cwd: ROOT,
+      env: { ...env, BURNRATE_TEST_LOCK_KILL: 'aside' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
+    expect(killed.signal, killed.stderr).toBe('SIGKILL')
+    const [left] = beside()
+    expect(left).toMatch(/^server\.lock\.\d+\.[0-9a-f]{12}\.old$/)
+    // The killed server's pid given to another process that runs now (weeks of uptime, or a reboot).
+    const reused = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' })
+    children.push(reused)
+    const leftover = left.replace(/^server\.lock\.\d+\./, `server.lock.${reused.pid}.`)
+    renameSync(join(dir, left), join(dir, leftover))
+    // Older than a lock is ever kept aside (judged and put back or removed in milliseconds).
+    await eventually(() => expect(Date.now() - statSync(join(dir, leftover)).ctimeMs).toBeGreaterThan(11_000), 30_000)
+    // A running Burnrate's, made just now, in the middle of its own claim: left to it.
+    const running = `server.lock.${reused.pid}.0123456789ab.tmp`
     writeFileSync(join(dir, running), '', { mode: 0o600 })
 
     const t = await startTestServer({}, undefined, dir)

@@ -1,4 +1,4 @@
-import { closeSync, linkSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, linkSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 
 /**
@@ -130,20 +130,48 @@ function putBack(aside: string, file: string, way: Pick<LockWay, 'dropCutShort'>
  * pid that moved it its first group). One that moved the holder's lock aside to judge it, as this
  * one found the name free, puts it back over this one's (putBack): this process then holds no lock,
  * and looks again. A lock moved aside is judged and put back at once: waited for up to 10 s (a
- * process stopped in between), then the lock is taken as it is.
+ * process stopped in between), then the lock is taken as it is. One moved aside more than 10 s
+ * before (left by a crash, its pid since given to another process) is not waited for.
  */
 export function stillOwn(file: string, movedAside: RegExp, runs: (pid: number) => boolean, isOwn: () => boolean): boolean {
   const nap = new Int32Array(new SharedArrayBuffer(4))
-  for (let waited = 0; waited < 1000 && movedAsideByOther(dirname(file), movedAside, runs); waited++) Atomics.wait(nap, 0, 0, 10)
+  for (let waited = 0; waited < ASIDE_MS / 10 && movedAsideByOther(dirname(file), movedAside, runs); waited++) Atomics.wait(nap, 0, 0, 10)
   return isOwn()
 }
 
+/** How long a lock moved aside is waited for: one is judged and put back or removed within milliseconds. */
+const ASIDE_MS = 10_000
+
 function movedAsideByOther(dir: string, movedAside: RegExp, runs: (pid: number) => boolean): boolean {
   try {
+    const now = folderNow(dir)
     return readdirSync(dir).some((name) => {
       const m = movedAside.exec(name)
-      return m !== null && Number(m[1]) !== process.pid && runs(Number(m[1]))
+      return m !== null && Number(m[1]) !== process.pid && runs(Number(m[1])) && !aged(join(dir, name), now)
     })
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The folder's clock now: when an entry was last made or removed in it (this process's lock, just
+ * made), in the clock of the drive that keeps it (a network share's may differ from this machine's).
+ */
+function folderNow(dir: string): number {
+  return statSync(dir).mtimeMs
+}
+
+/**
+ * Whether the file at `path` (moved aside or written by a process of its own) is older than a lock
+ * is ever kept aside: last changed (a rename, a link or a write) more than ASIDE_MS before `now`
+ * (folderNow). Its pid, if it runs, is then another process given that pid after a crash, or one
+ * stopped in between (the wait would have given up on it). Gone or unreadable: not aged.
+ */
+function aged(path: string, now: number): boolean {
+  try {
+    const st = statSync(path)
+    return now - Math.max(st.ctimeMs, st.mtimeMs) > ASIDE_MS
   } catch {
     return false
   }
@@ -152,18 +180,24 @@ function movedAsideByOther(dir: string, movedAside: RegExp, runs: (pid: number) 
 /**
  * Removes what a Burnrate that crashed making a lock or taking one over left in `dir` (its file
  * of its own, a lock it moved aside): the names `pattern` matches, the pid that made them its
- * first group, when that process no longer runs (`runs`). Another user's, in a folder they share, is left.
+ * first group, when that process no longer runs (`runs`), or when what it made is older than such
+ * a step ever takes (aged: its pid since given to another process). Another user's, in a folder
+ * they share, is left.
  */
 export function dropLeftovers(dir: string, pattern: RegExp, runs: (pid: number) => boolean): void {
   let names: string[]
+  let now: number
   try {
     names = readdirSync(dir)
+    now = folderNow(dir)
   } catch {
     return
   }
   for (const name of names) {
     const m = pattern.exec(name)
-    if (!m || Number(m[1]) === process.pid || runs(Number(m[1]))) continue
+    if (!m) continue
+    const pid = Number(m[1])
+    if ((pid === process.pid || runs(pid)) && !aged(join(dir, name), now)) continue
     removeQuietly(join(dir, name))
   }
 }
