@@ -98,4 +98,34 @@ describe.skipIf(process.platform !== 'linux')('a lock left by a crash, found by 
     conn.disconnect('codex')
     expect(readFileSync(codex, 'utf8')).toBe(CODEX)
   })
+
+  it.each([
+    ['', 'links'],
+    ['EPERM', 'no hard links (a FAT drive on Linux)'],
+  ])('one holds it when the one judging the holder\'s lock is killed with it moved aside (%s: %s)', async (noLinks) => {
+    mkdirSync(join(home, '.codex'))
+    mkdirSync(join(home, '.gemini'))
+    writeFileSync(join(home, '.codex', 'config.toml'), CODEX)
+    mkdirSync(dataDir, { mode: 0o700 })
+    const lock = join(dataDir, LOCK_FILE)
+    writeFileSync(lock, JSON.stringify({ pid: spawnSync(process.execPath, ['-e', '']).pid! }), { mode: 0o600 })
+
+    const b = await stopped('claude-code', [{ op: 'openSync', path: lock }, { op: 'renameSync', path: lock }], noLinks)
+    const a = await stopped('codex', { op: 'mkdirSync', path: join(dataDir, BACKUP_DIR), under: true }, noLinks)
+    // B moves A's lock aside, and is killed there (a crash, the OOM killer) before it puts it back.
+    b.proc.kill('SIGCONT')
+    expect(await stoppedAgain(b, 2)).toBe('stopped')
+    expect(existsSync(lock)).toBe(false)
+    b.proc.kill('SIGKILL')
+    await b.exited
+    // C comes while the name is free: A's lock is put back, and C is refused.
+    const c = await stopped('gemini-cli', { op: 'openSync', path: lock }, noLinks)
+    c.proc.kill('SIGCONT')
+    const cRan = await c.exited
+    expect(cRan.code, cRan.stderr).toBe(1)
+    expect(cRan.stderr).toContain(`Another Burnrate (pid ${a.proc.pid})`)
+    expect(existsSync(join(home, '.gemini', '.env'))).toBe(false)
+    a.proc.kill('SIGCONT')
+    expect(await a.exited).toMatchObject({ code: 0 })
+  })
 })

@@ -93,4 +93,28 @@ describe('three Burnrates at a stale server.lock', () => {
     expect(third.output).toMatch(refusal(a.child.pid))
     expect(holder()).toBe(a.child.pid)
   })
+
+  it.each([
+    ['', 'links'],
+    ['EPERM', 'no hard links (a FAT drive on Linux)'],
+  ])('one serves the folder when the one judging the holder\'s claim is killed with it moved aside (%s: %s)', async (noLinks) => {
+    writeFileSync(lockFile(), JSON.stringify({ pid: spawnSync(process.execPath, ['-e', '']).pid!, url: 'http://127.0.0.1:8787', started_at: new Date().toISOString(), claim: 'gone' }), { mode: 0o600 })
+    const b = burnrate(true, noLinks)
+    await eventually(() => existsSync(`${gate()}.paused`) || undefined, 60_000)
+    const a = burnrate(false, noLinks)
+    const first = await a.outcome
+    expect(first.listening, first.output).toBeDefined()
+    // B moves A's claim aside, and is killed there (a crash, the OOM killer) before it puts it back.
+    writeFileSync(gate(), '')
+    await eventually(() => existsSync(`${gate()}.moved`) || undefined, 60_000)
+    expect(existsSync(lockFile())).toBe(false)
+    b.child.kill('SIGKILL')
+    await b.outcome
+    // C, started now, finds the name free: A's claim is put back, and C refuses.
+    const c = burnrate(false, noLinks)
+    const third = await c.outcome
+    expect({ c: third.exit ?? `listening at ${third.listening}` }, third.output).toEqual({ c: 1 })
+    expect(third.output).toMatch(refusal(a.child.pid))
+    expect(holder()).toBe(a.child.pid)
+  })
 })

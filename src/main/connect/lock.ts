@@ -38,7 +38,7 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
     try {
       if (opts.create) makeFolders(dataDir)
       // Made, but put back over by another that had moved its holder's aside meanwhile: held by that one.
-      if (!createLockFile(file, body, WAY(file)) || !stillOwn(file, MOVED_ASIDE, running, mine)) throw Object.assign(new Error(`${file} exists`), { code: 'EEXIST' })
+      if (!createLockFile(file, body, WAY(file)) || !stillOwn(file, MOVED_ASIDE, running, mine, liveLock, WAY(file))) throw Object.assign(new Error(`${file} exists`), { code: 'EEXIST' })
     } catch (err) {
       const e = err as NodeJS.ErrnoException
       if (e.code !== 'EEXIST' || attempt >= 3) {
@@ -91,6 +91,11 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
 }
 
 const running = (pid: number): boolean => otherProcessRuns(pid, undefined)
+/** Whether a lock moved aside is a live holder's (the user's own, naming another process that runs). */
+const liveLock = (aside: string): boolean => {
+  const moved = readLock(aside)
+  return moved !== null && holds(moved)
+}
 
 /** Whether the lock names another process that runs. */
 const holds = (lock: Lock): boolean => !!lock.holder && otherProcessRuns(lock.holder.pid, lock.holder.proc_start)

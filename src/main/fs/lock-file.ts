@@ -131,12 +131,53 @@ function putBack(aside: string, file: string, way: Pick<LockWay, 'dropCutShort'>
  * one found the name free, puts it back over this one's (putBack): this process then holds no lock,
  * and looks again. A lock moved aside is judged and put back at once: waited for up to 10 s (a
  * process stopped in between), then the lock is taken as it is. One moved aside more than 10 s
- * before (left by a crash, its pid since given to another process) is not waited for.
+ * before (left by a crash, its pid since given to another process) is not waited for. One whose
+ * mover is gone (killed between the move and the put-back) or aged so, that is a live holder's
+ * (`live`), is put back over this one's as its mover would have.
  */
-export function stillOwn(file: string, movedAside: RegExp, runs: (pid: number) => boolean, isOwn: () => boolean): boolean {
+export function stillOwn(
+  file: string,
+  movedAside: RegExp,
+  runs: (pid: number) => boolean,
+  isOwn: () => boolean,
+  live: (aside: string) => boolean,
+  way: Pick<LockWay, 'dropCutShort'>,
+): boolean {
+  putBackOrphans(file, movedAside, runs, live, way)
   const nap = new Int32Array(new SharedArrayBuffer(4))
   for (let waited = 0; waited < ASIDE_MS / 10 && movedAsideByOther(dirname(file), movedAside, runs); waited++) Atomics.wait(nap, 0, 0, 10)
   return isOwn()
+}
+
+/**
+ * Puts back a live holder's lock that a Burnrate which no longer runs (or not for 10 s: aged) had
+ * moved aside to judge it: removed as its leftover (dropLeftovers), the holder would have lost its
+ * lock, and this process would have gone on beside it.
+ */
+function putBackOrphans(file: string, movedAside: RegExp, runs: (pid: number) => boolean, live: (aside: string) => boolean, way: Pick<LockWay, 'dropCutShort'>): void {
+  const dir = dirname(file)
+  let names: string[]
+  let now: number
+  try {
+    names = readdirSync(dir)
+    now = folderNow(dir)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    const m = movedAside.exec(name)
+    if (!m) continue
+    const pid = Number(m[1])
+    const aside = join(dir, name)
+    if (pid !== process.pid && runs(pid) && !aged(aside, now)) continue
+    let holders: boolean
+    try {
+      holders = live(aside)
+    } catch {
+      holders = false
+    }
+    if (holders) putBack(aside, file, way)
+  }
 }
 
 /** How long a lock moved aside is waited for: one is judged and put back or removed within milliseconds. */

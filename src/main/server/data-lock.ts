@@ -49,7 +49,7 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
   for (let attempt = 0; ; attempt++) {
     try {
       // Made, but put back over by another that had moved its holder's aside meanwhile: held by that one.
-      if (createLockFile(file, `${JSON.stringify(body)}\n`, WAY(file)) && stillOwn(file, MOVED_ASIDE, running, own)) break
+      if (createLockFile(file, `${JSON.stringify(body)}\n`, WAY(file)) && stillOwn(file, MOVED_ASIDE, running, own, liveLock, WAY(file))) break
     } catch (err) {
       throw diskFullAtStartup(err, dataDir) ?? cannotClaim(file, err as NodeJS.ErrnoException)
     }
@@ -113,6 +113,11 @@ const LEFTOVER = /^server\.lock\.(\d+)\.[0-9a-f]{12}\.(?:tmp|old)$/
 /** A lock moved aside to be judged (takeOver), named by the pid that moved it. */
 const MOVED_ASIDE = /^server\.lock\.(\d+)\.[0-9a-f]{12}\.old$/
 const running = (pid: number): boolean => otherProcessRuns(pid, undefined)
+/** Whether a lock moved aside is a live holder's (another process's that runs). */
+const liveLock = (aside: string): boolean => {
+  const moved = readLock(aside)
+  return moved !== null && holds(moved)
+}
 
 /**
  * Takes over the lock `stale` was read from: moved aside, then removed if it is the lock read. If
