@@ -72,6 +72,39 @@ function prunedLedger(now: number, old: number, kept: number): { file: string; d
   return { file, deleted }
 }
 
+/**
+ * A team server's ledger where `agents` agents share one session name (`main`), each with 5 calls
+ * 40 days ago and `kept` since, pruned to its end by retention (32 days), then left as an earlier
+ * build had it (schema version 34: no count on the session rows).
+ */
+function sharedNameLedger(now: number, agents: number, kept: number): string {
+  const dir = mkdtempSync(join(tmpdir(), 'burnrate-session-pruned-shared-'))
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, DB_FILE)
+  const db = openDatabase(file)
+  const ledger = new Ledger(db, { flushIntervalMs: 50, maxPending: 10_000_000, timezone: 'UTC' })
+  const writer = new RollupWriter(db)
+  ledger.onBatch((b) => writer.onBatch(b))
+  for (let a = 0; a < agents; a++) {
+    for (let i = 0; i < 5; i++) ledger.record(makeCall({ ts: now - 40 * DAY + i * MINUTE, agent: `agent-${a}`, session: 'main', cost_usd: 0.001 }))
+    for (let i = 0; i < kept; i++) {
+      ledger.record(makeCall({ ts: now - 30 * DAY + Math.floor((i * 30 * DAY) / kept), agent: `agent-${a}`, session: 'main', cost_usd: 0.001 }))
+    }
+    ledger.flush()
+  }
+  ledger.close()
+  db.exec("UPDATE calls SET origin_id = id, member = 'alice'")
+  for (;;) {
+    const r = pruneStepOn(db, now - 32 * DAY, 500)
+    if (r.deleted === 0 && !r.more) break
+  }
+  db.exec('ALTER TABLE dash_session DROP COLUMN pruned_requests')
+  db.pragma('user_version = 34')
+  db.pragma('wal_checkpoint(TRUNCATE)')
+  db.close()
+  return file
+}
+
 /** The sessions list on a freshly opened connection (its page cache cold), and the bytes it read. */
 async function listed(file: string, now: number): Promise<{ rows: Awaited<ReturnType<typeof sessions>>['sessions']; read: number }> {
   const db = openDatabase(file)
@@ -111,5 +144,21 @@ describe("the sessions list's pruned requests of a long session", () => {
     expect(by.ci).toMatchObject({ requests: 129, pruned_requests: 29 })
     expect(by.resumed).toMatchObject({ requests: 3, pruned_requests: 2 })
     expect(by.kept).toMatchObject({ requests: 2, pruned_requests: 0 })
+  })
+
+  it("SQLite: the upgrade reads a session name's kept calls once, not once per agent sharing it", async () => {
+    const now = Date.now()
+    const agents = 20
+    const file = sharedNameLedger(now, agents, 5_000)
+    // The migration (35) runs as the ledger is opened, on a cold connection.
+    const start = bytesRead()
+    openDatabase(file).close()
+    const read = bytesRead() - start
+    const { rows } = await listed(file, now)
+    expect(rows).toHaveLength(agents)
+    for (const r of rows) expect(r).toMatchObject({ session: 'main', requests: 5_005, pruned_requests: 5 })
+    // The 100,000 kept calls' rows are some 25 MB, past SQLite's page cache: read once (26 MB), not
+    // once per agent (513 MB before, 30 s for 50 agents sharing a name in a ledger of a million calls).
+    expect(read).toBeLessThan(80_000_000)
   })
 })

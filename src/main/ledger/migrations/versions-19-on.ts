@@ -163,12 +163,22 @@ export const MIGRATIONS_FROM_19: Migration[] = [
       if (hasColumn(db, 'dash_session', 'pruned_requests')) return
       db.exec('ALTER TABLE dash_session ADD COLUMN pruned_requests INTEGER NOT NULL DEFAULT 0')
       // Pruned before this version: the session's requests but those of its calls kept that the
-      // rollups include (not superseded), as the list counted them, once.
-      db.exec(`UPDATE dash_session SET pruned_requests = max(0, requests - (
-          SELECT count(*) FROM calls c WHERE c.session = dash_session.session AND c.session <> '' AND c.tenant = dash_session.tenant
-             AND c.agent = dash_session.agent AND c.superseded_by IS NULL
-             AND c.id <= (SELECT last_call_id FROM dash_state WHERE id = 1)))
-        WHERE session <> '' AND first_ts < (SELECT pruned_before FROM retention_state WHERE id = 1)`)
+      // rollups include (not superseded), as the list counted them, once. The kept calls are counted
+      // in one pass over the old sessions' calls, grouped: counted for each session row apart, a
+      // name many agents or tenants share (a team server's `main`) had all its calls read once per row.
+      const old = "session <> '' AND first_ts < (SELECT pruned_before FROM retention_state WHERE id = 1)"
+      db.exec(`CREATE TEMP TABLE session_kept_35 (tenant TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL,
+          n INTEGER NOT NULL, PRIMARY KEY (tenant, agent, session)) WITHOUT ROWID`)
+      db.exec(`INSERT INTO session_kept_35 (tenant, agent, session, n)
+        SELECT tenant, agent, session, count(*) FROM calls
+         WHERE session IN (SELECT session FROM dash_session WHERE ${old}) AND session <> '' AND superseded_by IS NULL
+           AND id <= (SELECT last_call_id FROM dash_state WHERE id = 1)
+         GROUP BY tenant, agent, session`)
+      db.exec(`UPDATE dash_session SET pruned_requests = max(0, requests - coalesce((
+          SELECT k.n FROM session_kept_35 k WHERE k.tenant = dash_session.tenant AND k.agent = dash_session.agent
+             AND k.session = dash_session.session), 0))
+        WHERE ${old}`)
+      db.exec('DROP TABLE session_kept_35')
     },
   },
 ]
