@@ -4,6 +4,7 @@ import { getJson, keyHash, makeCall } from './seed'
 import { eventually, postJson } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
+import { PG_MIGRATIONS_FROM_15 } from '../../src/main/storage/postgres-migrations/versions-15-on'
 import { type TestServer, startTestServer } from '../support/server'
 
 // A listed session's `requests` and `cost_usd` come from its rollup row, which retention keeps,
@@ -103,4 +104,50 @@ describe('a listed session some of whose calls retention pruned, on PostgreSQL',
     await migratePostgres(store)
     expect(await store.all('SELECT session, requests, pruned_requests FROM dash_session')).toEqual([{ session: 's-long', requests: 7, pruned_requests: 5 }])
   })
+
+  it("the upgrade reads a session name's kept calls once, not once per agent sharing it (migration 29)", async () => {
+    const url = h.database()
+    const team = await h.server({ url, config: TEAM })
+    // Three agents share the name `main`: two calls 40 days old and two from the last hour each.
+    const shared = [0, 1, 2].flatMap((a) =>
+      [now - 40 * DAY, now - 40 * DAY + 60_000, now - 3_600_000, now - 1_800_000].map((ts, i) => ({
+        ...call(100 + a * 10 + i, ts, true), agent: `agent-${a}`, session: 'main',
+      })),
+    )
+    expect((await postJson(`${team.url}/api/ingest`, { calls: shared }, { authorization: `Bearer ${ALICE}` })).json()).toMatchObject({ accepted: 12 })
+    expect(await team.server.ledger.prune(now - 32 * DAY, 1000)).toBe(6)
+    await team.cleanup()
+    const store = h.store(url)
+    await store.run('ALTER TABLE dash_session DROP COLUMN pruned_requests')
+    await store.run('DELETE FROM burnrate_schema WHERE version >= 29')
+    await migratePostgres(store)
+    expect(await store.all('SELECT agent, requests, pruned_requests FROM dash_session ORDER BY agent')).toEqual(
+      [0, 1, 2].map((a) => ({ agent: `agent-${a}`, requests: 4, pruned_requests: 2 })),
+    )
+    // The calls the backfill reads (it sets the counts, so running it again changes nothing): each
+    // of the 6 kept calls once, where it read all of the name's calls for each of its rows before (18).
+    const backfill = PG_MIGRATIONS_FROM_15.find((m) => m.version === 29)!.sql.at(-1)!
+    const [plan] = (await store.all<{ 'QUERY PLAN': unknown }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${backfill}`))[0]['QUERY PLAN'] as { Plan: PlanNode }[]
+    expect(callsRead(plan.Plan)).toBeLessThanOrEqual(6)
+    expect(await store.all('SELECT agent, requests, pruned_requests FROM dash_session ORDER BY agent')).toEqual(
+      [0, 1, 2].map((a) => ({ agent: `agent-${a}`, requests: 4, pruned_requests: 2 })),
+    )
+  })
 })
+
+interface PlanNode {
+  'Relation Name'?: string
+  'Actual Rows'?: number
+  'Actual Loops'?: number
+  'Rows Removed by Filter'?: number
+  'Rows Removed by Index Recheck'?: number
+  Plans?: PlanNode[]
+}
+
+/** The rows of `calls` a plan's scans read (returned or filtered out), over all their loops. */
+function callsRead(n: PlanNode): number {
+  const own = n['Relation Name'] === 'calls'
+    ? ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) * (n['Actual Loops'] ?? 1)
+    : 0
+  return own + (n.Plans ?? []).reduce((m, c) => m + callsRead(c), 0)
+}

@@ -132,12 +132,18 @@ export const PG_MIGRATIONS_FROM_15: PgMigration[] = [
     version: 29,
     description: "how many of a session's requests retention pruned, on its rollup row (SQLite version 35): the dashboard's sessions list no longer counts the calls it kept",
     // Pruned before this version: the session's requests but its calls kept (not superseded), as the list counted them, once.
+    // The kept calls are counted in one grouped pass: counted for each row apart, a name many agents
+    // or tenants share had all its calls read once per row, dash_session locked meanwhile.
     sql: [
       'ALTER TABLE dash_session ADD COLUMN IF NOT EXISTS pruned_requests BIGINT NOT NULL DEFAULT 0',
-      `UPDATE dash_session s SET pruned_requests = GREATEST(0, s.requests - (
-          SELECT count(*) FROM calls c WHERE c.session = s.session AND c.session <> '' AND c.tenant = s.tenant
-             AND c.agent = s.agent AND c.superseded_by IS NULL))
-        WHERE s.session <> '' AND s.first_ts < (SELECT pruned_before FROM retention_state WHERE id = 1)`,
+      `UPDATE dash_session s SET pruned_requests = GREATEST(0, s.requests - coalesce(k.n, 0))
+         FROM dash_session o LEFT JOIN (
+           SELECT tenant, agent, session, count(*) AS n FROM calls
+            WHERE session IN (SELECT session FROM dash_session WHERE session <> '' AND first_ts < (SELECT pruned_before FROM retention_state WHERE id = 1))
+              AND session <> '' AND superseded_by IS NULL
+            GROUP BY tenant, agent, session) k ON k.tenant = o.tenant AND k.agent = o.agent AND k.session = o.session
+        WHERE o.tenant = s.tenant AND o.agent = s.agent AND o.session = s.session
+          AND s.session <> '' AND s.first_ts < (SELECT pruned_before FROM retention_state WHERE id = 1)`,
     ],
   },
 ]
