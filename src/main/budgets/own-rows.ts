@@ -50,6 +50,11 @@ export class OwnRows {
     return this.rows.size === 0
   }
 
+  /** How many rows are kept (one per group and minute). */
+  get size(): number {
+    return this.rows.size
+  }
+
   /**
    * `base` (a read's rows) with these added: each one's money goes into the rows of its group and
    * minute, summed as one (a move down takes off what they hold; Meter.add counts no negative

@@ -20,6 +20,15 @@ import type { RuleStore } from './store'
 import type { CostAdjustment } from './types'
 
 /**
+ * How many rows (per key, scope, session and minute: ./own-rows.ts) the meters may keep beside
+ * the last read's, this instance's calls and what else they counted since it (`unread`, `since`),
+ * before reading the calls again. Reads come at start-up, rule and clock changes and when the
+ * calls feed may have missed something: on a busy cluster with none of those, they grew with
+ * every call for as long as the process ran, last month's and older among them (tests lower it).
+ */
+export const KEPT_ROWS = { max: 50_000 }
+
+/**
  * PostgreSQL (`storage.url`): what the instances on one database share for budgets. The rules
  * (PostgreSQL's, copied into the data folder's `budget_rules` so an instance starting while the
  * database is away enforces the last ones it read), the block rules' spend rows (`state`), the
@@ -63,6 +72,9 @@ export class SharedBudgets {
    * was counted under it, its crossing then taken as announced by that read.
    */
   private readonly since = new OwnRows()
+  /** How many of those rows the last read left (its missed calls and moves), and whether a read was asked for past KEPT_ROWS (`bound`). */
+  private keptAfterRead = 0
+  private boundAsked = false
 
   constructor(
     private readonly ctx: ServerContext,
@@ -95,6 +107,14 @@ export class SharedBudgets {
   ownCall(call: CallRecord): void {
     for (const d of this.during) d.push(call)
     this.unread.add(call)
+    this.bound()
+  }
+
+  /** Past KEPT_ROWS more rows kept than the last read left: the calls read again (its rows hold them, and the kept ones are let go). */
+  private bound(): void {
+    if (this.boundAsked || !this.engine || this.unread.size + this.since.size <= this.keptAfterRead + KEPT_ROWS.max) return
+    this.boundAsked = true
+    void this.reload().catch(() => {})
   }
 
   /** Reads the meters again (through the feed, which holds what it hears meanwhile). */
@@ -173,6 +193,7 @@ export class SharedBudgets {
     for (const r of rows) {
       this.since.addRow({ api_key_hash: r[0], key_hint: r[1], provider: r[2], model: r[3], requested: r[4], agent: r[5], tenant: r[6], session: r[7], t: r[8], cost: r[9], last: r[11] })
     }
+    this.bound()
   }
 
   /** Other instances' moves of stored calls' costs: the meters and today's spend move by them. */
@@ -191,6 +212,7 @@ export class SharedBudgets {
         tenant: m.tenant, session: m.session, t: m.ts, cost: m.delta, last: m.ts,
       })
     }
+    this.bound()
   }
 
   /** The calls the meters count, with the spend and keys (./shared-history.ts), and the thresholds announced, read now. */
@@ -277,6 +299,8 @@ export class SharedBudgets {
         this.moved(m.changes)
       }
       en.metersRead = true
+      this.keptAfterRead = this.unread.size + this.since.size
+      this.boundAsked = false
       // Thresholds crossed by spend kept for a period that began before this start, not announced yet (./held-check.ts).
       if (!this.heldChecked) {
         this.heldChecked = true
@@ -289,6 +313,9 @@ export class SharedBudgets {
       // PostgreSQL away: the meters keep what they have; the feed reads again (logged once until it can)
       if (!this.readFailing) ctx.log.warn(`budgets: could not read the calls the meters count from PostgreSQL (${err instanceof Error ? err.message : String(err)}); trying again`)
       this.readFailing = true
+      // Asked again past as many more (not at each call while PostgreSQL is away).
+      if (this.boundAsked) this.keptAfterRead = this.unread.size + this.since.size
+      this.boundAsked = false
       return null
     } finally {
       this.during.delete(during)
