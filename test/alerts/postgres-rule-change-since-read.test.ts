@@ -51,10 +51,12 @@ type Spend = (a: TestServer, b: TestServer, key: string) => Promise<void>
 /** An unpriced call of MODEL recorded through `at`, then MODEL priced and re-priced through `through`: 1.5 calls' worth. */
 const repriced = (at: 'a' | 'b', through: 'a' | 'b'): Spend => async (a, b, key) => {
   const s = { a, b }
-  s[at].server.ledger.record(makeCall({ api_key_hash: hashKey(key), model: MODEL, priced: false, cost_usd: 0, input_tokens: 1_000_000, output_tokens: 0 }))
+  // A model of the key's own: a second try (below) re-prices only its own call.
+  const model = `${MODEL}-${key.slice(-8)}`
+  s[at].server.ledger.record(makeCall({ api_key_hash: hashKey(key), model, priced: false, cost_usd: 0, input_tokens: 1_000_000, output_tokens: 0 }))
   expect(await s[at].server.ledger.flushed()).toBe(true)
-  expect((await admin(s[through].url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: NANO_COST * 1.5, output_mtok: 0 } })).status).toBe(200)
-  expect((await admin(s[through].url, 'POST', `/prices/openai/${MODEL}/reprice`)).json()).toMatchObject({ repriced: 1 })
+  expect((await admin(s[through].url, 'PUT', `/prices/openai/${model}`, { body: { input_mtok: NANO_COST * 1.5, output_mtok: 0 } })).status).toBe(200)
+  expect((await admin(s[through].url, 'POST', `/prices/openai/${model}/reprice`)).json()).toMatchObject({ repriced: 1 })
 }
 
 const CASES: [string, Spend][] = [
@@ -82,16 +84,23 @@ describe('what the meters counted since their last read, when a rule change read
       // Read at its start, and again once the shared rules are first read.
       await until('the feed listens and the meters are read', () => f.status().listening && f.stats.reloads >= 2)
     }
-    const key = `sk-since-read-${Math.random().toString(36).slice(2, 10)}`
+    let key = ''
     const spent = async () => {
       const body = (await getJson(`${a.url}/api/dashboard/budgets`)).body
       return body.rules.find((r: any) => r.api_key_hash === hashKey(key))?.windows.find((w: any) => w.period === 'daily').spent_usd ?? 0
     }
 
-    // 1.5 calls' worth, after A's last read (under 50%: nothing announced).
-    const reloads = feed.stats.reloads
-    await spend(a, b, key)
-    await until("A's meters count it", async () => Math.abs((await spent()) - NANO_COST * 1.5) < 1e-12)
+    // 1.5 calls' worth, after A's last read (under 50%: nothing announced). A start's reads asked
+    // at once run as one more (feed/listen.ts reload), so a third may still come after the two
+    // waited for: then the spend is in what it read, not counted since, and is made again under
+    // a new key.
+    let reloads = -1
+    for (let tries = 0; tries < 3 && reloads !== feed.stats.reloads; tries++) {
+      key = `sk-since-read-${Math.random().toString(36).slice(2, 10)}`
+      reloads = feed.stats.reloads
+      await spend(a, b, key)
+      await until("A's meters count it", async () => Math.abs((await spent()) - NANO_COST * 1.5) < 1e-12)
+    }
     expect(feed.stats.reloads).toBe(reloads)
 
     // A rule added through A: its meters rebuilt, then read again; that read held after its snapshot.
