@@ -57,6 +57,18 @@ describe("Disconnect of Codex CLI, key by key: the user's comments in config.tom
     expect(parse(after)).toEqual(mine)
   })
 
+  it('a comment line ended otherwise than the rest of config.toml (appended from PowerShell) stays once', () => {
+    connections().connect('codex', URL)
+    // A profile added in an editor (LF), and a note appended from PowerShell (Add-Content ends its
+    // line with CRLF): the TOML editor ends every line alike, and the note was taken for one lost.
+    const edited = `openai_base_url = "${URL}/v1"\n\n[profiles.work]\nmodel = "o3"\n# switch with: codex -p work\r\n`
+    writeFileSync(config, edited)
+    connections().disconnect('codex')
+    const after = readFileSync(config, 'utf8')
+    expect(after).toBe('[profiles.work]\nmodel = "o3"\n# switch with: codex -p work\n')
+    expect(connections().list().find((a) => a.agent === 'codex')?.connected).toBe(false)
+  })
+
   it('a config.toml saved with a byte order mark (Notepad) is disconnected, its comments kept', () => {
     connections().connect('codex', URL)
     // Two comments written above Burnrate's key, saved with a BOM: refused as "not valid TOML" before.

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import { parse, patch } from '@decimalturn/toml-patch'
-import { diffLines } from 'diff'
+import { diffArrays } from 'diff'
 import { type ConfigDoc, type FileFormat, MalformedError, endingLine, eolOf, isPlainObject, walk } from './types'
 
 /**
@@ -100,22 +100,23 @@ export const tomlFormat: FileFormat = {
  * `after` (`before` with a key taken out) with the whole-line comments `before` had that `after`
  * lost, where they were, and the blank lines around them there (the key's own lines stay out).
  * `before`'s last line is compared ended, as `after` ends it (endingLine): a comment ending a file
- * without a newline is the same line there, not one lost and put back before itself. A byte order
- * mark (a file saved by Notepad) is no part of the first line, whose comment is one: it stays
- * where `after` has it, at the start.
+ * without a newline is the same line there, not one lost and put back before itself. So is a line
+ * ended otherwise than `after` ends it (toml-patch ends every line of a file with mixed line
+ * endings alike: a comment appended from PowerShell, CRLF, in an LF file), as `after` ends it. A
+ * byte order mark (a file saved by Notepad) is no part of the first line, whose comment is one: it
+ * stays where `after` has it, at the start.
  */
 function withCommentsOf(before: string, after: string): string {
   const bom = (t: string): string => (t.startsWith('\uFEFF') ? '\uFEFF' : '')
   let out = bom(after)
   const was = before.slice(bom(before).length)
-  for (const part of diffLines(endingLine(was, after.endsWith('\r\n') ? '\r\n' : '\n'), after.slice(out.length))) {
-    if (!part.removed) {
-      out += part.value
-      continue
-    }
-    const lines = part.value.split(/(?<=\n)/)
-    const comment = (line: string): boolean => /^[ \t]*#/.test(line)
-    if (lines.some(comment)) out += lines.filter((line) => comment(line) || line.trim() === '').join('')
+  // Line by line, a line the same whatever ends it (the common ones as `after` has them).
+  const lines = (t: string): string[] => t.split(/(?<=\n)/).filter((line) => line !== '')
+  const sameLine = (a: string, b: string): boolean => a.replace(/\r?\n$/, '') === b.replace(/\r?\n$/, '')
+  const comment = (line: string): boolean => /^[ \t]*#/.test(line)
+  for (const part of diffArrays(lines(endingLine(was, after.endsWith('\r\n') ? '\r\n' : '\n')), lines(after.slice(out.length)), { comparator: sameLine })) {
+    if (!part.removed) out += part.value.join('')
+    else if (part.value.some(comment)) out += part.value.filter((line) => comment(line) || line.trim() === '').join('')
   }
   return out
 }
