@@ -155,20 +155,7 @@ export function stillOwn(
  * lock, and this process would have gone on beside it.
  */
 function putBackOrphans(file: string, movedAside: RegExp, runs: (pid: number) => boolean, live: (aside: string) => boolean, way: Pick<LockWay, 'dropCutShort'>): void {
-  const dir = dirname(file)
-  let names: string[]
-  let now: number
-  try {
-    names = readdirSync(dir)
-    now = folderNow(dir)
-  } catch {
-    return
-  }
-  for (const name of names) {
-    const m = movedAside.exec(name)
-    if (!m) continue
-    const pid = Number(m[1])
-    const aside = join(dir, name)
+  for (const { path: aside, pid, now } of matching(dirname(file), movedAside)) {
     if (pid !== process.pid && runs(pid) && !aged(aside, now)) continue
     let holders: boolean
     try {
@@ -226,21 +213,31 @@ function aged(path: string, now: number): boolean {
  * they share, is left.
  */
 export function dropLeftovers(dir: string, pattern: RegExp, runs: (pid: number) => boolean): void {
+  for (const { path, pid, now } of matching(dir, pattern)) {
+    if ((pid === process.pid || runs(pid)) && !aged(path, now)) continue
+    removeQuietly(path)
+  }
+}
+
+/**
+ * The files in `dir` whose names `pattern` matches, each with the pid its first group names and
+ * the folder's clock when it was read (folderNow); none when the folder cannot be read.
+ */
+function matching(dir: string, pattern: RegExp): { path: string; pid: number; now: number }[] {
   let names: string[]
   let now: number
   try {
     names = readdirSync(dir)
     now = folderNow(dir)
   } catch {
-    return
+    return []
   }
+  const found: { path: string; pid: number; now: number }[] = []
   for (const name of names) {
     const m = pattern.exec(name)
-    if (!m) continue
-    const pid = Number(m[1])
-    if ((pid === process.pid || runs(pid)) && !aged(join(dir, name), now)) continue
-    removeQuietly(join(dir, name))
+    if (m) found.push({ path: join(dir, name), pid: Number(m[1]), now })
   }
+  return found
 }
 
 /** Writes a new file (never one that is there: EEXIST), private to the user; with `dropCutShort`, one a full disk cut short is removed. */
