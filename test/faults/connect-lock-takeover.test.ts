@@ -1,13 +1,11 @@
-import { type ChildProcess, spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
 import { AgentConnections } from '../../src/main/connect/connections'
 import { LOCK_FILE } from '../../src/main/connect/lock'
 import { BACKUP_DIR } from '../../src/main/connect/state'
-import { bundledChild, connectStopped, killChildren } from './connect-child'
+import { CLAUDE, CODEX, ENV, lockConnects } from './connect-lock-support'
 
 /**
  * Two Burnrates (the desktop app and `burnrate connect`) finding the lock a crashed Burnrate left
@@ -16,36 +14,7 @@ import { bundledChild, connectStopped, killChildren } from './connect-child'
  * then written over by the other's, its agent left pointed at Burnrate with nothing Disconnect
  * could undo. Each process is stopped at a file operation (SIGSTOP), so the order is set, not timed.
  */
-const ROOT = resolve(__dirname, '../..')
-const NO_LINKS = pathToFileURL(join(ROOT, 'test/faults/no-links-preload.mjs')).href
-const URL = 'http://127.0.0.1:8787'
-const ENV = { PATH: '', SHELL: '/bin/zsh' }
-const CLAUDE = '{\n  "model": "opus"\n}\n'
-const CODEX = 'model = "o3"\n'
-
-const child = bundledChild('connect-stop-at', 'burnrate-lock-takeover-')
-
-let home: string
-let dataDir: string
-const children: ChildProcess[] = []
-beforeEach(() => {
-  home = mkdtempSync(join(tmpdir(), 'burnrate-lock-takeover-home-'))
-  dataDir = join(home, 'burnrate-data')
-})
-afterEach(() => {
-  killChildren(children)
-  rmSync(home, { recursive: true, force: true })
-})
-
-/**
- * A connect in its own process, stopped once `stopAt` has happened.
- * `noLinks`: hard links cannot be made in the data folder (a FAT drive: ./no-links-preload.mjs), link() failing with that code.
- */
-const stopped = (agent: string, stopAt: { op: string; path: string; under?: boolean }, noLinks?: string) =>
-  connectStopped(child(), [home, dataDir, agent, URL, JSON.stringify(stopAt), JSON.stringify(ENV)], children, {
-    node: noLinks ? ['--import', NO_LINKS] : [],
-    env: noLinks ? { BURNRATE_TEST_LINK_ERROR: noLinks, BURNRATE_TEST_LINK_DIR: dataDir } : {},
-  })
+const { dirs, stopped } = lockConnects('burnrate-lock-takeover-')
 
 describe.skipIf(process.platform !== 'linux')('a lock left by a crash, found by two Burnrates at once', () => {
   it.each([
@@ -53,6 +22,7 @@ describe.skipIf(process.platform !== 'linux')('a lock left by a crash, found by 
     ['EPERM', 'no hard links (a FAT drive on Linux)'],
     ['EISDIR', 'no hard links (a FAT drive on Windows)'],
   ])('is taken over by one of them: the other is refused while it holds it, and no record is lost (%s: %s)', async (noLinks) => {
+    const { home, dataDir } = dirs()
     const claude = join(home, '.claude', 'settings.json')
     const codex = join(home, '.codex', 'config.toml')
     mkdirSync(join(home, '.claude'))

@@ -1,13 +1,12 @@
-import { type ChildProcess, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
 import { AgentConnections } from '../../src/main/connect/connections'
 import { LOCK_FILE } from '../../src/main/connect/lock'
 import { BACKUP_DIR } from '../../src/main/connect/state'
-import { bundledChild, connectStopped, killChildren, stoppedAgain } from './connect-child'
+import { stoppedAgain } from './connect-child'
+import { CLAUDE, CODEX, ENV, lockConnects } from './connect-lock-support'
 
 /**
  * Three Burnrates and the lock a crashed one left (./connect-lock-takeover.test.ts has two): A
@@ -16,35 +15,7 @@ import { bundledChild, connectStopped, killChildren, stoppedAgain } from './conn
  * let C go on beside A (B's put-back found C's lock and gave A's up), both changing the agents'
  * files at once. Each process is stopped at a file operation (SIGSTOP), so the order is set, not timed.
  */
-const ROOT = resolve(__dirname, '../..')
-const NO_LINKS = pathToFileURL(join(ROOT, 'test/faults/no-links-preload.mjs')).href
-const URL = 'http://127.0.0.1:8787'
-const ENV = { PATH: '', SHELL: '/bin/zsh' }
-const CLAUDE = '{\n  "model": "opus"\n}\n'
-const CODEX = 'model = "o3"\n'
-
-const child = bundledChild('connect-stop-at', 'burnrate-lock-three-')
-
-let home: string
-let dataDir: string
-const children: ChildProcess[] = []
-beforeEach(() => {
-  home = mkdtempSync(join(tmpdir(), 'burnrate-lock-three-home-'))
-  dataDir = join(home, 'burnrate-data')
-})
-afterEach(() => {
-  killChildren(children)
-  rmSync(home, { recursive: true, force: true })
-})
-
-type StopAt = { op: string; path: string; under?: boolean; prefix?: boolean }
-
-/** A connect in its own process, stopped at each of `stopAt` in turn. `noLinks`: link() fails in the data folder with that code (./no-links-preload.mjs). */
-const stopped = (agent: string, stopAt: StopAt | StopAt[], noLinks: string) =>
-  connectStopped(child(), [home, dataDir, agent, URL, JSON.stringify(stopAt), JSON.stringify(ENV)], children, {
-    node: noLinks ? ['--import', NO_LINKS] : [],
-    env: noLinks ? { BURNRATE_TEST_LINK_ERROR: noLinks, BURNRATE_TEST_LINK_DIR: dataDir } : {},
-  })
+const { dirs, stopped } = lockConnects('burnrate-lock-three-')
 
 describe.skipIf(process.platform !== 'linux')('a lock left by a crash, found by three Burnrates at once', () => {
   it.each([
@@ -52,6 +23,7 @@ describe.skipIf(process.platform !== 'linux')('a lock left by a crash, found by 
     ['EPERM', 'no hard links (a FAT drive on Linux)'],
     ['EISDIR', 'no hard links (a FAT drive on Windows)'],
   ])('one holds it: the one that made its lock while another judged the holder\'s is refused, and no record is lost (%s: %s)', async (noLinks) => {
+    const { home, dataDir } = dirs()
     const claude = join(home, '.claude', 'settings.json')
     const codex = join(home, '.codex', 'config.toml')
     mkdirSync(join(home, '.claude'))
@@ -103,6 +75,7 @@ describe.skipIf(process.platform !== 'linux')('a lock left by a crash, found by 
     ['', 'links'],
     ['EPERM', 'no hard links (a FAT drive on Linux)'],
   ])('one holds it when the one judging the holder\'s lock is killed with it moved aside (%s: %s)', async (noLinks) => {
+    const { home, dataDir } = dirs()
     mkdirSync(join(home, '.codex'))
     mkdirSync(join(home, '.gemini'))
     writeFileSync(join(home, '.codex', 'config.toml'), CODEX)
