@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { CLI, ROOT } from '../load/harness'
+import { killAndWait, listenedOrExited } from '../support/child'
 import { eventually } from '../support/http'
 
 /**
@@ -26,12 +27,7 @@ beforeEach(() => {
   writeFileSync(join(dir, 'cfg.yaml'), 'server:\n  port: 0\n')
 })
 afterEach(async () => {
-  for (const c of children.splice(0)) {
-    if (c.exitCode !== null || c.signalCode !== null) continue
-    const gone = new Promise((r) => c.once('exit', r))
-    c.kill('SIGKILL')
-    await gone
-  }
+  await killAndWait(children)
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -48,18 +44,7 @@ function burnrate(paused: boolean, noLinks: string): { child: ChildProcess; outc
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   children.push(child)
-  let output = ''
-  const outcome = new Promise<{ listening?: string; exit?: number | null; output: string }>((resolve) => {
-    const on = (d: Buffer) => {
-      output += d
-      const m = /listening on (http:\/\/\S+)/.exec(output)
-      if (m) resolve({ listening: m[1], output })
-    }
-    child.stdout!.on('data', on)
-    child.stderr!.on('data', on)
-    child.once('exit', (code) => resolve({ exit: code, output }))
-  })
-  return { child, outcome }
+  return { child, outcome: listenedOrExited(child) }
 }
 
 const refusal = (pid: number | undefined) => new RegExp(`another Burnrate \\(pid ${pid}\\) serves this data folder`)
