@@ -1,5 +1,3 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
 import { hashKey } from '../../src/main/proxy/attribution'
@@ -8,6 +6,7 @@ import { getJson } from '../dashboard/seed'
 import { postJson } from '../support/http'
 import { holdLock, lockWaiters, until, usePostgres } from '../support/pg-harness'
 import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
+import { receiver } from './support'
 
 /**
  * PostgreSQL: a rule change (here, the shared rules' first read at a start, too) rebuilds the
@@ -23,28 +22,9 @@ const h = usePostgres()
 const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }] }
 const budgets = { rules: [{ api_key_pattern: 'sk-slow-*', daily_limit_usd: NANO_COST * 4, action: 'warn', alert_at_pct: [0.5] }] }
 
-async function collector() {
-  const got: any[] = []
-  const server = http.createServer(async (req, res) => {
-    const parts: Buffer[] = []
-    for await (const c of req) parts.push(c as Buffer)
-    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
-    res.writeHead(200).end('ok')
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    got,
-    close: () => new Promise<void>((r) => {
-      server.close(() => r())
-      server.closeAllConnections()
-    }),
-  }
-}
-
 describe('a threshold crossed while a rule change reads the meters again (PostgreSQL)', () => {
   it('is announced once, by the call that crossed it', async () => {
-    const hook = await collector()
+    const hook = await receiver()
     h.onTeardown(() => hook.close())
     const url = h.database()
     const config = { ...ADMIN_CONFIG, budgets, alerts: { webhooks: [{ url: `${hook.url}/hook`, format: 'json' }], backoff_ms: 20 } }
@@ -72,7 +52,7 @@ describe('a threshold crossed while a rule change reads the meters again (Postgr
     await call()
     await held.release()
     await until('the read is done', () => feed.stats.reloads > reloads)
-    const sent = () => hook.got.filter((g) => g.api_key_hash === hashKey(key)).map((g) => g.threshold_pct)
+    const sent = () => hook.got.map((g) => g.body).filter((g) => g.api_key_hash === hashKey(key)).map((g) => g.threshold_pct)
     await until('the 50% alert is sent', () => sent().length > 0, 20_000)
     // Once, and the meter holds the two calls once each.
     const budgetsNow = (await getJson(`${b.url}/api/dashboard/budgets`)).body

@@ -1,5 +1,3 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
 import { hashKey } from '../../src/main/proxy/attribution'
@@ -9,6 +7,7 @@ import { getJson, makeCall } from '../dashboard/seed'
 import { postJson } from '../support/http'
 import { holdLock, lockWaiters, until, usePostgres } from '../support/pg-harness'
 import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
+import { receiver } from './support'
 
 /**
  * PostgreSQL: a rule change rebuilds the meters from the calls the last read found (with this
@@ -25,25 +24,6 @@ const h = usePostgres()
 const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }] }
 const MODEL = 'house-model-since-read'
 const budgets = { rules: [{ api_key_pattern: '*', daily_limit_usd: NANO_COST * 4, action: 'warn', alert_at_pct: [0.5] }] }
-
-async function collector() {
-  const got: any[] = []
-  const server = http.createServer(async (req, res) => {
-    const parts: Buffer[] = []
-    for await (const c of req) parts.push(c as Buffer)
-    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
-    res.writeHead(200).end('ok')
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    got,
-    close: () => new Promise<void>((r) => {
-      server.close(() => r())
-      server.closeAllConnections()
-    }),
-  }
-}
 
 /** Spend of 1.5 calls' worth for `key` counted in `a`'s meters after its last read, by `by` (a re-price, or another instance's call). */
 type Spend = (a: TestServer, b: TestServer, key: string) => Promise<void>
@@ -70,7 +50,7 @@ const CASES: [string, Spend][] = [
 
 describe('what the meters counted since their last read, when a rule change reads them again (PostgreSQL)', () => {
   it.each(CASES)('%s: is in the rebuilt meters, and the threshold a call then crosses is announced', async (_name, spend) => {
-    const hook = await collector()
+    const hook = await receiver()
     h.onTeardown(() => hook.close())
     const url = h.database()
     const config = { ...ADMIN_CONFIG, timezone: 'UTC', budgets }
@@ -117,7 +97,7 @@ describe('what the meters counted since their last read, when a rule change read
     expect((await postJson(`${a.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })).status).toBe(200)
     await held.release()
     await until('the read is done', () => feed.stats.reloads > reloads)
-    const sent = () => hook.got.filter((g) => g.api_key_hash === hashKey(key)).map((g) => g.threshold_pct)
+    const sent = () => hook.got.map((g) => g.body).filter((g) => g.api_key_hash === hashKey(key)).map((g) => g.threshold_pct)
     await until('the spend is read', async () => Math.abs((await spent()) - NANO_COST * 2.5) < 1e-12)
     await until('the 50% alert is sent', () => sent().length > 0, 20_000).catch(() => {})
     expect({ during, sent: sent() }).toEqual({ during: expect.closeTo(NANO_COST * 1.5, 12), sent: [0.5] })
