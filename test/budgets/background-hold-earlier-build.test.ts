@@ -1,10 +1,7 @@
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
-import { type Answers, backgroundResponder } from '../providers/background-support'
-import { jobRules, startJob } from './support'
+import { describe, expect, it } from 'vitest'
+import { backgroundServer } from './background-server'
 
 // A background job's hold is kept in the data folder's file with its rule's pattern hashed
 // (scope.ts keptRuleIdentity). Builds before that kept the pattern as written (for a rule on one
@@ -12,22 +9,9 @@ import { jobRules, startJob } from './support'
 // held again all the same (engine.ts holdRule), under the same rule and with its scope edited.
 
 const KEY = 'sk-bgearlier-0123456789abcdefSECRET'
-const rules = (model: string) => jobRules(KEY, model)
+const jobs = backgroundServer(KEY)
 
-const answers: Answers = new Map()
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream(backgroundResponder(answers))
-  t = await startTestServer({ timezone: 'UTC', budgets: { rules: rules('o3-deep-research*') } }, upstream.url)
-})
-afterAll(async () => {
-  await t?.cleanup()
-  await upstream?.close()
-})
-
-const start = (id: string) => startJob(t, KEY, id)
+const start = (id: string) => jobs.start(KEY, id)
 
 /** The kept holds' rules, rewritten by `edit` (the server stopped). */
 function keptRules(dir: string, edit?: (rule: string) => string): string[] {
@@ -45,10 +29,10 @@ describe("a background job's hold kept by an earlier build (its rule's pattern a
   it('is held again after the upgrade: the next job, whose worst case no longer fits, is refused, under the same rule and with its scope edited', async () => {
     expect((await start('resp_bgearlier_a')).status).toBe(200)
     expect((await start('resp_bgearlier_b')).status).toBe(429)
-    await t.stop()
+    await jobs.stop()
 
     // The file as an earlier build kept it: the rule's identity with its pattern as written.
-    const earlier = keptRules(t.dir, (rule) => {
+    const earlier = keptRules(jobs.dir(), (rule) => {
       const identity = JSON.parse(rule) as unknown[]
       expect(identity[0]).not.toBe(KEY)
       identity[0] = KEY
@@ -57,13 +41,13 @@ describe("a background job's hold kept by an earlier build (its rule's pattern a
     expect(earlier).toEqual([JSON.stringify([KEY, null, 'o3-deep-research*', null, null])])
 
     // Held again under the same rule.
-    t = await startTestServer({ timezone: 'UTC', budgets: { rules: rules('o3-deep-research*') } }, upstream.url, t.dir)
+    await jobs.restart('o3-deep-research*')
     expect((await start('resp_bgearlier_c')).status).toBe(429)
-    await t.stop()
+    await jobs.stop()
 
     // And under the rule of its pattern once its scope was edited, the file still as the earlier build kept it.
-    keptRules(t.dir, () => earlier[0])
-    t = await startTestServer({ timezone: 'UTC', budgets: { rules: rules('o3-*') } }, upstream.url, t.dir)
+    keptRules(jobs.dir(), () => earlier[0])
+    await jobs.restart('o3-*')
     const after = await start('resp_bgearlier_d')
     expect(after.status).toBe(429)
     expect(after.json().error).toMatchObject({ type: 'budget_exceeded', period: 'daily' })

@@ -1,11 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
-import { type Answers, backgroundResponder } from '../providers/background-support'
-import { jobRules, startJob } from './support'
+import { describe, expect, it } from 'vitest'
+import { backgroundServer } from './background-server'
 
 // A background job's hold is kept in the data folder's file (`background_holds`: "ids, key hash,
 // rule and amount, no key": README, Budgets → overshoot). Its rule was kept as written, and a rule
@@ -14,22 +11,9 @@ import { jobRules, startJob } from './support'
 // or, its scope edited before the restart, under the rule of its pattern.
 
 const KEY = 'sk-bgwhole-0123456789abcdefSECRET'
-const rules = (model: string) => jobRules(KEY, model)
+const jobs = backgroundServer(KEY)
 
-const answers: Answers = new Map()
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream(backgroundResponder(answers))
-  t = await startTestServer({ timezone: 'UTC', budgets: { rules: rules('o3-deep-research*') } }, upstream.url)
-})
-afterAll(async () => {
-  await t?.cleanup()
-  await upstream?.close()
-})
-
-const start = (id: string) => startJob(t, KEY, id)
+const start = (id: string) => jobs.start(KEY, id)
 
 /** The kept holds' rules, and whether the key's text is anywhere in the ledger's files. */
 function kept(dir: string): { rules: string[]; keyOnDisk: boolean } {
@@ -49,19 +33,19 @@ describe("a background job's hold under a rule on one whole key", () => {
     expect((await start('resp_bgwhole_a')).status).toBe(200)
     expect((await start('resp_bgwhole_b')).status).toBe(429)
 
-    await t.stop()
-    const holds = kept(t.dir)
+    await jobs.stop()
+    const holds = kept(jobs.dir())
     expect(holds.rules).toHaveLength(1)
     expect(holds.rules[0]).not.toContain(KEY)
     expect(holds.keyOnDisk).toBe(false)
 
     // Held again under the same rule: the next job, whose worst case no longer fits, is refused.
-    t = await startTestServer({ timezone: 'UTC', budgets: { rules: rules('o3-deep-research*') } }, upstream.url, t.dir)
+    await jobs.restart('o3-deep-research*')
     expect((await start('resp_bgwhole_c')).status).toBe(429)
 
     // And under the rule of its pattern once its scope was edited.
-    await t.stop()
-    t = await startTestServer({ timezone: 'UTC', budgets: { rules: rules('o3-*') } }, upstream.url, t.dir)
+    await jobs.stop()
+    await jobs.restart('o3-*')
     const after = await start('resp_bgwhole_d')
     expect(after.status).toBe(429)
     expect(after.json().error).toMatchObject({ type: 'budget_exceeded', period: 'daily' })

@@ -1,8 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
-import { type Answers, backgroundResponder } from '../providers/background-support'
-import { jobRules, startJob } from './support'
+import { describe, expect, it } from 'vitest'
+import { backgroundServer } from './background-server'
 
 // A background job's hold is kept in the data folder's file and held again at start-up, under its
 // rule (README: Budgets → overshoot). A restart is also how a config rule is edited: its scope
@@ -11,22 +8,9 @@ import { jobRules, startJob } from './support'
 // let past the limit while the first still ran. It is held again under the rule of its pattern, as
 // a rule change without a restart keeps the calls in flight (meter-book.ts carryOver).
 
-const rules = (model: string) => jobRules('sk-bgedit-*', model)
+const jobs = backgroundServer('sk-bgedit-*')
 
-const answers: Answers = new Map()
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream(backgroundResponder(answers))
-  t = await startTestServer({ timezone: 'UTC', budgets: { rules: rules('o3-deep-research*') } }, upstream.url)
-})
-afterAll(async () => {
-  await t?.cleanup()
-  await upstream?.close()
-})
-
-const start = (key: string, id: string) => startJob(t, key, id)
+const start = (key: string, id: string) => jobs.start(key, id)
 
 describe("a background job's hold across a restart that edited its rule's scope", () => {
   it('is held again under the rule of its pattern: the next job, whose worst case no longer fits, is refused', async () => {
@@ -36,8 +20,8 @@ describe("a background job's hold across a restart that edited its rule's scope"
     expect(second.status).toBe(429)
 
     // Restarted with the rule's scope widened (it still covers the job, which runs on).
-    await t.stop()
-    t = await startTestServer({ timezone: 'UTC', budgets: { rules: rules('o3-*') } }, upstream.url, t.dir)
+    await jobs.stop()
+    await jobs.restart('o3-*')
     const after = await start(key, 'resp_bgedit_c')
     expect(after.status).toBe(429)
     expect(after.json().error).toMatchObject({ type: 'budget_exceeded', period: 'daily' })
