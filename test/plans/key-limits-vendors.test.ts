@@ -37,7 +37,8 @@ describe("per-key limits OpenRouter and others send", () => {
   }
 
   it("OpenRouter's 429 for its free models' day: window requests, full, until the reset it names", async () => {
-    const reset = Date.parse('2026-12-08T00:00:00Z')
+    // The next UTC midnight, as OpenRouter resets its free models' day (a fixed date passed is no window).
+    const reset = Math.floor(Date.now() / 86_400_000 + 1) * 86_400_000
     answer = {
       status: 429,
       headers: { 'X-RateLimit-Limit': '50', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(reset) },
