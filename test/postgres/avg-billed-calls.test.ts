@@ -26,7 +26,8 @@ async function check(t: TestServer): Promise<void> {
     makeCall({ ts, tenant, provider: 'anthropic', model: 'claude-sonnet-4-5', cost_usd: 0.3, billing: 'subscription' })
   // Today (UTC) stretches at least from midnight; the calls are a minute old at most but for the
   // hour-old ones, which are today's only after 01:00 (whole hours: the hourly rollup).
-  const early = now - Math.min(HOUR + 60_000, now - Math.floor(now / DAY) * DAY - 1)
+  // (At most their own few ms after midnight: they are `early - i` for i up to 3.)
+  const early = now - Math.min(HOUR + 60_000, now - Math.floor(now / DAY) * DAY - 10)
   const calls: CallRecord[] = [
     makeCall({ ts: now - 1_000, tenant: 'acme', cost_usd: 0.9 }),
     makeCall({ ts: now - 2_000, tenant: 'acme', model: 'mystery-1', cost_usd: 0, priced: false }),
